@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 )
 
@@ -24,5 +25,5 @@ func (s *Server) newExecScrub(r *http.Request) *scrub.Exec {
 	if !scrubsOutput(r) {
 		return nil
 	}
-	return &scrub.Exec{Idle: s.scrubIdle}
+	return &scrub.Exec{Idle: s.scrubIdle, MaxLine: hold.StreamLine}
 }

@@ -63,6 +63,16 @@ func TestExecOutputScrubbed(t *testing.T) {
 	}
 }
 
+// writeExecEvents answers a streamed exec with evs, each flushed.
+func writeExecEvents(w http.ResponseWriter, evs ...api.ExecEvent) {
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	for _, ev := range evs {
+		b, _ := json.Marshal(ev)
+		w.Write(append(b, '\n'))
+		w.(http.Flusher).Flush()
+	}
+}
+
 func lastLogEntry(t *testing.T, e *env, id string) api.LogEntry {
 	t.Helper()
 	resp, body := e.do("GET", sandboxPath(id, "/log?limit=100"), e.KeyA, nil)
@@ -83,17 +93,11 @@ func TestExecStreamScrubbed(t *testing.T) {
 	e := newEnv(t, server.Config{})
 	e.Server.SetScrubIdle(time.Hour) // no idle flush between the two halves
 	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, _ api.ExecRequest) {
-		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
-		for _, ev := range []api.ExecEvent{
-			{Type: api.EventStdout, Data: "first line\nkey AKIAIOSF"},
-			{Type: api.EventStderr, Data: "warning\n"},
-			{Type: api.EventStdout, Data: "ODNN7EXAMPLE done\n"},
-			{Type: api.EventExit, ExitCode: 3},
-		} {
-			b, _ := json.Marshal(ev)
-			w.Write(append(b, '\n'))
-			w.(http.Flusher).Flush()
-		}
+		writeExecEvents(w,
+			api.ExecEvent{Type: api.EventStdout, Data: "first line\nkey AKIAIOSF"},
+			api.ExecEvent{Type: api.EventStderr, Data: "warning\n"},
+			api.ExecEvent{Type: api.EventStdout, Data: "ODNN7EXAMPLE done\n"},
+			api.ExecEvent{Type: api.EventExit, ExitCode: 3})
 	}
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "./print-key"},
@@ -338,5 +342,56 @@ func TestScrubbedStreamErrorsPass(t *testing.T) {
 		if resp.StatusCode != tt.status || json.Unmarshal(body, &env) != nil || env.Error == nil || env.Error.Code != tt.code {
 			t.Errorf("%s %s: %d %q, want %d %s whole", tt.method, tt.path, resp.StatusCode, body, tt.status, tt.code)
 		}
+	}
+}
+
+// TestExecStreamLineCap: a scrubbed exec stream holds one line at a time,
+// and a line longer than hold.StreamLine (832 KiB) is not held to its
+// end: the client gets the output before it, then an error event naming
+// the cap, and nothing after it, the exit event neither. No part of a
+// secret that straddles the cap leaves: the line is dropped, not cut.
+func TestExecStreamLineCap(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	e.Server.SetScrubIdle(time.Hour)
+	const prefix = `{"type":"stdout","data":"` // how the long line starts
+	// The key starts 10 bytes before the line reaches 832 KiB.
+	long := strings.Repeat("x", 832<<10-len(prefix)-10) + awsKey + strings.Repeat("y", 3<<20)
+	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, _ api.ExecRequest) {
+		writeExecEvents(w,
+			api.ExecEvent{Type: api.EventStdout, Data: "before\n"},
+			api.ExecEvent{Type: api.EventStdout, Data: long},
+			api.ExecEvent{Type: api.EventStdout, Data: "after\n"},
+			api.ExecEvent{Type: api.EventExit, ExitCode: 4})
+	}
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "./one-long-line"},
+		"Accept", api.ContentTypeNDJSON)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("exec: %d %.300s", resp.StatusCode, body)
+	}
+	if len(body) > 64<<10 {
+		t.Fatalf("stream of %d bytes, want the long line dropped", len(body))
+	}
+	for _, part := range []string{"AKIA", "EXAMPLE", "xxx", "yyy", "after"} {
+		if strings.Contains(string(body), part) {
+			t.Errorf("stream %s holds %q of the long line or what followed it", body, part)
+		}
+	}
+	var evs []api.ExecEvent
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	for sc.Scan() {
+		var ev api.ExecEvent
+		mustUnmarshal(t, sc.Bytes(), &ev)
+		evs = append(evs, ev)
+	}
+	if len(evs) != 2 || evs[0].Type != api.EventStdout || evs[0].Data != "before\n" || evs[1].Type != api.EventError || evs[1].Error == nil {
+		t.Fatalf("stream %s, want the output before the long line, then an error event, and nothing more", body)
+	}
+	if f := evs[1].Error; f.Code != api.CodeSandboxFailed || !strings.Contains(f.Message, "a line of more than 832 KiB") || f.Hint == "" {
+		t.Errorf("error event %+v, want sandbox_operation_failed naming the cap, with a hint", f)
+	}
+	// The command ran to its end: its audit entry has its exit code.
+	if entry := lastLogEntry(t, e, sb.ID); entry.ExitCode == nil || *entry.ExitCode != 4 {
+		t.Errorf("audit entry %+v, want exit code 4", entry)
 	}
 }

@@ -89,6 +89,12 @@ type Config struct {
 	// set HostUsers where they lack it (a sandboxed runtime, gVisor or
 	// Kata, keeps a kernel of its own anyway).
 	HostUsers bool
+
+	// PauseCopiedForTests, when set, runs in Pause once sandbox id's
+	// workspace is copied out, before its pod is marked paused and
+	// deleted: a test holds a pause there (a pause on one server while
+	// another deletes the sandbox).
+	PauseCopiedForTests func(id string)
 }
 
 // Driver is model.Driver on Kubernetes. Build it with New; Run keeps the

@@ -84,6 +84,9 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
 	}
+	if d.cfg.PauseCopiedForTests != nil {
+		d.cfg.PauseCopiedForTests(id)
+	}
 	if err := d.keepPaused(ctx, id, pod, sec, ref.Key); err != nil {
 		_ = d.DeleteSnapshot(ctx, ref.Key)
 		return fmt.Errorf("pause sandbox %s: %w", id, err)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ func TestReplicasWithoutSharedState(t *testing.T) {
 	a.start(t)
 	cfgB := a.cfg
 	cfgB.SnapshotDir = t.TempDir()
-	b := &env{cluster: a.cluster, ns: a.ns, kubelet: a.kubelet, dsn: dsn, key: a.key, cfg: cfgB}
+	b := a.replica(cfgB)
 	b.start(t)
 	ctx := context.Background()
 	ca, cb := a.client(), b.client()
@@ -183,21 +184,12 @@ func testReplicaResumeOrder(t *testing.T, dsn, second string) {
 	a.dsn = dsn
 	a.start(t)
 	waited := make(chan struct{}, 1) // the second server waits for a lease
-	b := &env{cluster: a.cluster, ns: a.ns, kubelet: a.kubelet, dsn: dsn, key: a.key, cfg: a.cfg}
-	b.srvCfg.LockWaitForTests = func(string) {
-		select {
-		case waited <- struct{}{}:
-		default:
-		}
-	}
+	b := a.replica(a.cfg)
+	b.srvCfg.LockWaitForTests = func(string) { notify(waited) }
 	b.start(t)
 	ctx := context.Background()
 	ca, cb := a.client(), b.client()
-	sb, err := ca.CreateSandbox(ctx, api.CreateSandboxRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, cb, sb.ID, "echo through-b > b.txt")
+	sb := createThrough(t, ca, cb, "echo through-b > b.txt")
 	if got := mustExec(t, ca, sb.ID, "cat b.txt"); got != "through-b\n" {
 		t.Errorf("a file written through the second server, read through the first: %q", got)
 	}
@@ -245,7 +237,6 @@ func testReplicaResumeOrder(t *testing.T, dsn, second string) {
 	if err := <-answered; err != nil {
 		t.Errorf("the second server's %s: %v, want it done after the resume", second, err)
 	}
-	cs := a.cluster.Client
 	if second == "resume" {
 		if n := a.kubelet.Started() - started; n != 1 {
 			t.Errorf("%d pods started by the two resumes, want 1", n)
@@ -260,19 +251,195 @@ func testReplicaResumeOrder(t *testing.T, dsn, second string) {
 		}
 		return
 	}
-	if got, err := a.st.SandboxByID(ctx, sb.ID); err != nil || got.Status != api.StatusDestroyed {
-		t.Errorf("the sandbox after both: %+v, %v; want destroyed", got, err)
+	checkDeleted(t, a, sb.ID, state)
+}
+
+// checkDeleted fails t unless sandbox id is destroyed (deleted) in e's
+// store and nothing of it is left: no pod, Secret or NetworkPolicy, no
+// volume claim in the namespace, no workspace copy in state.
+func checkDeleted(t *testing.T, e *env, id, state string) {
+	t.Helper()
+	ctx := context.Background()
+	if got, err := e.st.SandboxByID(ctx, id); err != nil || got.Status != api.StatusDestroyed || got.DestroyReason != "deleted" {
+		t.Errorf("the sandbox after both: %+v, %v; want destroyed (deleted)", got, err)
 	}
-	if pods, err := cs.CoreV1().Pods(a.ns).List(ctx, sel); err != nil || len(pods.Items) != 0 {
+	cs := e.cluster.Client
+	sel := metav1.ListOptions{LabelSelector: kube.LabelSandbox + "=" + id}
+	if pods, err := cs.CoreV1().Pods(e.ns).List(ctx, sel); err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods of the deleted sandbox: %d, %v; want none", len(pods.Items), err)
 	}
-	if secs, err := cs.CoreV1().Secrets(a.ns).List(ctx, sel); err != nil || len(secs.Items) != 0 {
+	if secs, err := cs.CoreV1().Secrets(e.ns).List(ctx, sel); err != nil || len(secs.Items) != 0 {
 		t.Errorf("secrets of the deleted sandbox: %d, %v; want none", len(secs.Items), err)
 	}
-	if nps, err := cs.NetworkingV1().NetworkPolicies(a.ns).List(ctx, sel); err != nil || len(nps.Items) != 0 {
+	if nps, err := cs.NetworkingV1().NetworkPolicies(e.ns).List(ctx, sel); err != nil || len(nps.Items) != 0 {
 		t.Errorf("network policies of the deleted sandbox: %d, %v; want none", len(nps.Items), err)
+	}
+	if pvcs, err := cs.CoreV1().PersistentVolumeClaims(e.ns).List(ctx, metav1.ListOptions{}); err != nil || len(pvcs.Items) != 0 {
+		t.Errorf("volume claims in the namespace: %d, %v; want none", len(pvcs.Items), err)
 	}
 	if left, err := os.ReadDir(state); err != nil || len(left) != 0 {
 		t.Errorf("the state directory after the delete: %v, %v; want no workspace copy", left, err)
 	}
+}
+
+// replica is another control plane of e's, on its cluster, namespace,
+// kubelet and database, its driver configured cfg; not started.
+func (e *env) replica(cfg kube.Config) *env {
+	return &env{cluster: e.cluster, ns: e.ns, kubelet: e.kubelet, dsn: e.dsn, key: e.key, cfg: cfg}
+}
+
+// createThrough creates a sandbox through ca and runs cmd in it through cb.
+func createThrough(t *testing.T, ca, cb *client.Client, cmd string) *api.Sandbox {
+	t.Helper()
+	sb, err := ca.CreateSandbox(context.Background(), api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, cb, sb.ID, cmd)
+	return sb
+}
+
+// notify sends on c unless a send is pending already.
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// TestReplicaPauseDelete is server's TestReplicaLifecycleOrder ("delete
+// during a pause") on the kube driver, in both orders, with real pods:
+// two control planes on one Postgres database, one namespace and one
+// state directory. A sandbox the first creates holds a file.
+//
+// "delete during a pause": the first pauses it and is held in its driver
+// (kube.Config.PauseCopiedForTests) once the workspace is copied out,
+// before the pod is marked paused and deleted; the second's DELETE waits
+// for the pause's lifecycle lease, and then both answer as asked (200,
+// 204). Without the lease the delete removed the pod and its Secret under
+// the pause, which then failed (502 "could not pause the sandbox") and
+// the sandbox was left paused, or its copy left behind.
+//
+// "pause during a delete": the second deletes it and is held after the
+// driver's teardown, before the row is written; the first's pause waits
+// for the delete's lease and then answers 409 conflict (the sandbox is
+// destroyed) with a hint, having paused nothing.
+//
+// Either way the sandbox ends destroyed in the store, no pod, Secret,
+// NetworkPolicy, claim or workspace copy of it is left, and a second
+// DELETE on either server is 404.
+func TestReplicaPauseDelete(t *testing.T) {
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set")
+	}
+	for _, first := range []string{"pause", "delete"} {
+		name := "delete during a pause"
+		if first == "delete" {
+			name = "pause during a delete"
+		}
+		t.Run(name, func(t *testing.T) { testReplicaPauseDelete(t, dsn, first) })
+	}
+}
+
+func testReplicaPauseDelete(t *testing.T, dsn, first string) {
+	state := t.TempDir()
+	var (
+		copied  = make(chan struct{}, 1) // the first server's pause copied the workspace
+		held    = make(chan struct{})    // closed: the held change goes on
+		torn    = make(chan struct{}, 1) // the second server's delete tore the sandbox down
+		waited  = make(chan struct{}, 1) // the other server waits for the held one's lease
+		release = sync.OnceFunc(func() { close(held) })
+	)
+	defer release()
+	cfgA := kube.Config{SnapshotDir: state, PauseCopiedForTests: func(string) {
+		if first == "delete" {
+			t.Error("the first server's driver paused a sandbox the second was deleting")
+			return
+		}
+		notify(copied)
+		<-held
+	}}
+	a := newEnv(t, cfgA)
+	a.dsn = dsn
+	a.srvCfg.LockWaitForTests = func(string) { notify(waited) }
+	a.start(t)
+	cfgB := a.cfg
+	cfgB.PauseCopiedForTests = nil
+	b := a.replica(cfgB)
+	b.srvCfg.LockWaitForTests = func(string) { notify(waited) }
+	b.srvCfg.AfterTeardownForTests = func(string) {
+		if first == "delete" {
+			notify(torn)
+			<-held
+		}
+	}
+	b.start(t)
+	ctx := context.Background()
+	ca, cb := a.client(), b.client()
+	sb := createThrough(t, ca, cb, "echo kept > kept.txt")
+	started := a.kubelet.Started()
+
+	pause := func() error {
+		_, err := ca.PauseSandbox(ctx, sb.ID, api.PauseFilesystem)
+		return err
+	}
+	del := func() error { return cb.DeleteSandbox(ctx, sb.ID) }
+	// The held change first, then the other once it is held.
+	heldDo, heldAt, otherDo := pause, copied, del
+	if first == "delete" {
+		heldDo, heldAt, otherDo = del, torn, pause
+	}
+	heldErr, otherErr := make(chan error, 1), make(chan error, 1)
+	go func() { heldErr <- heldDo() }()
+	select {
+	case <-heldAt:
+	case err := <-heldErr:
+		t.Fatalf("the %s answered (%v) before it was held", first, err)
+	case <-time.After(time.Minute):
+		t.Fatalf("the %s was not held within a minute", first)
+	}
+	go func() { otherErr <- otherDo() }()
+	select {
+	case <-waited:
+	case err := <-otherErr:
+		release()
+		t.Fatalf("the other server answered (%v) during the held %s, without waiting for it; the %s: %v", err, first, first, <-heldErr)
+	case <-time.After(time.Minute):
+		t.Fatalf("the other server neither waited nor answered within a minute")
+	}
+	release()
+	pauseErr, delErr := <-heldErr, <-otherErr
+	if first == "delete" {
+		pauseErr, delErr = delErr, pauseErr
+	}
+	if delErr != nil {
+		t.Errorf("the second server's delete: %v, want 204", delErr)
+	}
+	if first == "pause" {
+		if pauseErr != nil {
+			t.Errorf("the first server's pause: %v, want 200 before the delete", pauseErr)
+		}
+	} else {
+		ae, ok := errors.AsType[*api.Error](pauseErr)
+		if !ok || ae.Status != http.StatusConflict || ae.Code != api.CodeConflict || ae.Hint == "" {
+			t.Errorf("the first server's pause after the delete: %#v, want 409 conflict with a hint", pauseErr)
+		}
+	}
+
+	if n := a.kubelet.Started() - started; n != 0 {
+		t.Errorf("%d pods started by the pause and the delete, want none", n)
+	}
+	checkDeleted(t, a, sb.ID, state)
+	for name, c := range map[string]*client.Client{"first": ca, "second": cb} {
+		if err := c.DeleteSandbox(ctx, sb.ID); !isStatus(err, http.StatusNotFound) {
+			t.Errorf("a second DELETE on the %s server: %v, want 404", name, err)
+		}
+	}
+}
+
+// isStatus reports whether err is an API answer of status code.
+func isStatus(err error, code int) bool {
+	ae, ok := errors.AsType[*api.Error](err)
+	return ok && ae.Status == code
 }

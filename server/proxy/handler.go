@@ -273,8 +273,8 @@ func (s *Service) scrubber(rt proxyRoute, r *http.Request, w http.ResponseWriter
 	case rt.flags&scrubsInterpreter != 0:
 		// A JSON result held whole, or a stream (Accept:
 		// application/x-ndjson) scrubbed line by line, a line cut at what
-		// a JSON answer holds (hold.InterpreterAnswer).
-		i := scrub.NewInterpreter(w, s.d.ScrubIdle(), hold.InterpreterAnswer)
+		// a JSON answer holds (hold.StreamLine).
+		i := scrub.NewInterpreter(w, s.d.ScrubIdle(), hold.StreamLine)
 		return i, i.Finish
 	}
 	j := scrub.NewJSONRewriter(w, scrub.ProcessOutput)

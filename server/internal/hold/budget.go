@@ -46,3 +46,10 @@ const (
 // scrubbed on its way out holds one line at a time, which is cut at this
 // (scrub.InterpreterNDJSON), so it stays within the same reservation.
 const InterpreterAnswer = 3*api.MaxInterpreterOutput + overhead
+
+// StreamLine is the longest line a scrubbed NDJSON stream holds (an
+// interpreter run's, a /v1 exec's, scrub.Stream): a longer one cuts the
+// stream. It is what a JSON interpreter answer carries at most, 832 KiB,
+// so a streamed run stays within hold.Interpreter's reservation; the
+// sidecar's lines are far shorter.
+const StreamLine = InterpreterAnswer

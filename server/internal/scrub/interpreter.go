@@ -109,40 +109,33 @@ func (i *Interpreter) Finish() {
 // at most api.MaxInterpreterOutput each).
 type InterpreterNDJSON struct {
 	Stream
-	out     map[string]*tools.StreamRedactor // by stream name
-	maxLine int
-	cut     bool // a line was over maxLine: the rest is dropped
-	errW    error
+	out  map[string]*tools.StreamRedactor // by stream name
+	errW error
 }
 
 // NewInterpreterNDJSON scrubs a streamed interpreter answer on its way to w.
 func NewInterpreterNDJSON(w http.ResponseWriter, idle time.Duration, maxLine int) *InterpreterNDJSON {
-	n := &InterpreterNDJSON{
-		out:     map[string]*tools.StreamRedactor{"stdout": {}, "stderr": {}},
-		maxLine: maxLine,
-	}
+	n := &InterpreterNDJSON{out: map[string]*tools.StreamRedactor{"stdout": {}, "stderr": {}}}
 	n.init(w, api.ContentTypeNDJSON, idle, n.holding, n.sendHeld)
+	n.capLines(maxLine, n.lineTooLong)
 	return n
+}
+
+// lineTooLong ends the stream with a failed line naming the cap; under mu.
+func (n *InterpreterNDJSON) lineTooLong() {
+	b, _ := json.Marshal(api.InterpreterEvent{Failed: api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed,
+		"the interpreter's answer had a line of more than %s; the rest of it was dropped", sizeText(n.maxLine)).
+		WithHint("print less at once, or write large output to a file and read it with the files API")})
+	n.write(append(b, '\n'))
 }
 
 func (n *InterpreterNDJSON) Write(p []byte) (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	switch {
-	case n.through:
+	if n.through {
 		return n.w.Write(p)
-	case n.cut:
-		return len(p), nil // dropped; the failed line said so
 	}
-	n.split(p, []byte("\n"), n.line)
-	if len(n.partial) > n.maxLine {
-		n.partial, n.cut = nil, true
-		n.sendHeld()
-		b, _ := json.Marshal(api.InterpreterEvent{Failed: api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed,
-			"the interpreter's answer had a line of more than %s; the rest of it was dropped", sizeText(n.maxLine)).
-			WithHint("print less at once, or write large output to a file and read it with the files API")})
-		n.write(append(b, '\n'))
-	}
+	n.split(p, []byte("\n"), n.line) // past a line over maxLine, p is dropped
 	n.arm()
 	if n.errW != nil {
 		return 0, n.errW

@@ -230,7 +230,10 @@ func (j *JSONRewriter) Finish() {
 // execScrub scrubs one exec's answer: a JSON result (result) or an NDJSON
 // stream (stream). A nil *execScrub scrubs nothing.
 type Exec struct {
-	Idle     time.Duration
+	Idle time.Duration
+	// MaxLine bounds the line of a stream held while it is scrubbed (0:
+	// no bound); a longer one cuts the stream (NDJSON).
+	MaxLine  int
 	json     *JSONRewriter
 	stream   *NDJSON
 	redacted bool // the JSON result had something replaced
@@ -256,7 +259,7 @@ func (x *Exec) Events(w http.ResponseWriter) http.ResponseWriter {
 	if x == nil {
 		return w
 	}
-	x.stream = NewNDJSON(w, x.Idle)
+	x.stream = NewNDJSON(w, x.Idle, x.MaxLine)
 	return x.stream
 }
 

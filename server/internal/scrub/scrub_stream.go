@@ -41,12 +41,26 @@ type Stream struct {
 	idleAfter time.Duration
 	held      func() bool // whether anything is held back; under mu
 	flush     func()      // sends what is held back; under mu
+	// maxLine, when not 0, bounds the unit in progress (split): one
+	// longer is not held to its end. What is held back goes out, then
+	// tooLong's event, and the stream is cut: that unit and all after it
+	// are dropped, so no part of a secret the unit carries leaves
+	// unscrubbed.
+	maxLine int
+	tooLong func() // writes the event that says the stream was cut; under mu
+	cut     bool
 }
 
 func (s *Stream) init(w http.ResponseWriter, kind string, idle time.Duration, held func() bool, flush func()) {
 	s.w, s.rc, s.kind, s.idleAfter, s.held, s.flush = w, http.NewResponseController(w), kind, idle, held, flush
 	s.timer = time.AfterFunc(time.Hour, s.idle)
 	s.timer.Stop()
+}
+
+// capLines cuts the stream at a unit longer than maxLine bytes, its
+// separator not counted: tooLong then writes the event that says so.
+func (s *Stream) capLines(maxLine int, tooLong func()) {
+	s.maxLine, s.tooLong = maxLine, tooLong
 }
 
 func (s *Stream) Header() http.Header { return s.w.Header() }
@@ -103,35 +117,75 @@ func (s *Stream) Stop() {
 }
 
 // split appends p to what is pending and calls fn with every complete
-// unit ending in sep (sep included); under mu.
+// unit ending in sep (sep included); under mu. A unit longer than
+// maxLine, complete or in progress, cuts the stream (overLine); once cut,
+// p is dropped.
 func (s *Stream) split(p, sep []byte, fn func(unit []byte)) {
+	if s.cut {
+		return
+	}
 	s.partial = append(s.partial, p...)
 	for {
 		i := bytes.Index(s.partial, sep)
 		if i < 0 {
+			break
+		}
+		if s.overLine(i) {
 			return
 		}
 		unit := append([]byte(nil), s.partial[:i+len(sep)]...)
 		s.partial = s.partial[i+len(sep):]
 		fn(unit)
 	}
+	s.overLine(len(s.partial))
 }
 
-// ndjsonScrubber scrubs an exec's NDJSON stream: the data of stdout and
+// overLine cuts the stream when n, the length of the unit in progress,
+// is over maxLine: what is held back goes out, then tooLong's event, and
+// nothing after; under mu.
+func (s *Stream) overLine(n int) bool {
+	if s.maxLine <= 0 || n <= s.maxLine {
+		return false
+	}
+	s.partial, s.cut = nil, true
+	s.flush()
+	s.tooLong()
+	return true
+}
+
+// NDJSON scrubs an exec's NDJSON stream: the data of stdout and
 // stderr events; other events (exit, error) first get what is held back
-// sent before them.
+// sent before them. It holds the line in progress and what the
+// redactors hold back, not the stream: a line longer than maxLine is not
+// held to its end (Stream.overLine): what was held back goes out, then
+// an error event (sandbox_operation_failed), and the rest of the stream
+// is dropped, its exit event too. The sidecar's lines are far shorter
+// (an event carries at most one read of the command's output, 32 KiB,
+// some 192 KiB escaped), whatever the command prints.
 type NDJSON struct {
 	Stream
 	out  map[string]*tools.StreamRedactor // by event type
 	errW error
 }
 
-func NewNDJSON(w http.ResponseWriter, idle time.Duration) *NDJSON {
+// NewNDJSON scrubs an exec's NDJSON stream on its way to w; maxLine (0:
+// no cap) bounds the line it holds.
+func NewNDJSON(w http.ResponseWriter, idle time.Duration, maxLine int) *NDJSON {
 	n := &NDJSON{out: map[string]*tools.StreamRedactor{
 		api.EventStdout: {}, api.EventStderr: {},
 	}}
 	n.init(w, api.ContentTypeNDJSON, idle, n.holding, n.sendHeld)
+	n.capLines(maxLine, n.lineTooLong)
 	return n
+}
+
+// lineTooLong ends the stream with an error event naming the cap; under mu.
+func (n *NDJSON) lineTooLong() {
+	b, _ := json.Marshal(api.ExecEvent{Type: api.EventError, Error: api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed,
+		"the sandbox's exec stream had a line of more than %s; the rest of it was dropped", sizeText(n.maxLine)).
+		WithHint("the sidecar sends output in events of at most 32 KiB, so its stream was broken: run the command again, " +
+			"or without Accept: application/x-ndjson for a JSON result")})
+	n.write(append(b, '\n'))
 }
 
 func (n *NDJSON) Write(p []byte) (int, error) {
