@@ -1,6 +1,7 @@
 package boxkite_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -52,5 +53,33 @@ func TestDarwinImportsVet(t *testing.T) {
 	build.Env = env
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Errorf("go build ./sidecar for darwin: %v\n%s", err, out)
+	}
+}
+
+// TestLinuxOnlyPackages: the local driver's packages that are Linux
+// through and through (mounts, loop devices, namespaces) are left out of
+// darwin builds deliberately, every file of them constrained to linux, so
+// `GOOS=darwin go vet ./...` skips them instead of failing half-way
+// through a package; the linux build has every file.
+func TestLinuxOnlyPackages(t *testing.T) {
+	for _, pkg := range []string{"./server/images", "./server/local/loopdisk"} {
+		for _, goos := range []string{"darwin", "linux"} {
+			list := exec.Command("go", "list", "-e", "-f", "{{len .GoFiles}} {{len .TestGoFiles}} {{len .IgnoredGoFiles}}", pkg)
+			list.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=arm64", "CGO_ENABLED=0")
+			out, err := list.Output()
+			if err != nil {
+				t.Fatalf("go list %s for %s: %v", pkg, goos, err)
+			}
+			var files, tests, ignored int
+			if _, err := fmt.Sscan(string(out), &files, &tests, &ignored); err != nil {
+				t.Fatalf("go list %s for %s said %q: %v", pkg, goos, out, err)
+			}
+			if goos == "darwin" && (files != 0 || tests != 0 || ignored == 0) {
+				t.Errorf("%s for darwin has %d files and %d test files (%d left out), want every file left out: constrain each new file to linux", pkg, files, tests, ignored)
+			}
+			if goos == "linux" && (files == 0 || ignored != 0) {
+				t.Errorf("%s for linux has %d files, %d left out, want every file", pkg, files, ignored)
+			}
+		}
 	}
 }

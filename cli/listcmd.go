@@ -174,13 +174,25 @@ func withExample(cmd *cobra.Command, example string) *cobra.Command {
 // newGetCmd is a noun's `get ID`: the item as JSON (--json and -o json
 // are accepted, as on every command that prints data).
 func newGetCmd[T any](app *App, noun string, get func(*client.Client, context.Context, string) (T, error)) *cobra.Command {
+	return newDetailCmd(app, noun, get, nil)
+}
+
+// newDetailCmd is a noun's `get ID` as `session get` is: the item as
+// detail writes it, as JSON with --json; a nil detail is newGetCmd, JSON
+// either way.
+func newDetailCmd[T any](app *App, noun string, get func(*client.Client, context.Context, string) (T, error), detail func(w io.Writer, item T, now time.Time) error) *cobra.Command {
 	var out outputFlags
+	short := "Show one " + noun + " (an id prefix or the label is enough)"
+	if detail == nil {
+		short = "Show one " + noun + " as JSON"
+	}
 	cmd := &cobra.Command{
 		Use:   "get ID",
-		Short: "Show one " + noun + " as JSON",
+		Short: short,
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := out.wantJSON(cmd); err != nil {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
 				return err
 			}
 			c, err := app.Client()
@@ -191,7 +203,10 @@ func newGetCmd[T any](app *App, noun string, get func(*client.Client, context.Co
 			if err != nil {
 				return listHint(cmd, fmt.Errorf("get %s: %w", noun, err))
 			}
-			return out.write(app.IO, item)
+			if asJSON || detail == nil {
+				return out.write(app.IO, item)
+			}
+			return detail(app.IO.Out, item, time.Now())
 		},
 	}
 	out.register(cmd, *new(T))

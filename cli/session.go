@@ -322,32 +322,27 @@ func newSessionGetCmd(app *App) *cobra.Command {
 
 func writeSandboxDetail(w io.Writer, sb api.Sandbox, now time.Time) error {
 	tw := newTable(w)
-	row := func(k, v string) {
-		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
-		}
-	}
-	row("id", sb.ID)
-	row("status", sb.Status)
-	row("label", sb.Label)
-	row("size", sb.Size)
+	tw.Detail("id", sb.ID)
+	tw.Detail("status", sb.Status)
+	tw.Detail("label", sb.Label)
+	tw.Detail("size", sb.Size)
 	if sb.StorageGB > 0 {
-		row("storage", fmt.Sprintf("%g GB", sb.StorageGB))
+		tw.Detail("storage", fmt.Sprintf("%g GB", sb.StorageGB))
 	}
-	row("created", stamp(sb.CreatedAt, now, " ago"))
+	tw.Detail("created", stamp(sb.CreatedAt, now, " ago"))
 	if sb.Status == api.StatusActive {
-		row("expires", stamp(sb.ExpiresAt, now, ""))
+		tw.Detail("expires", stamp(sb.ExpiresAt, now, ""))
 	}
 	if sb.DestroyedAt != nil {
-		row("destroyed", stamp(*sb.DestroyedAt, now, " ago"))
-		row("reason", sb.DestroyReason)
+		tw.Detail("destroyed", stamp(*sb.DestroyedAt, now, " ago"))
+		tw.Detail("reason", sb.DestroyReason)
 	}
 	if p := sb.SidecarProtocol; p != nil {
 		v := strconv.Itoa(*p)
 		if *p < api.SidecarProtocol {
 			v += fmt.Sprintf(" (older than this boxkite's %d: the sandbox started before an upgrade; `boxkite session fork %s` gives one with the current sidecar)", api.SidecarProtocol, sb.ID)
 		}
-		row("sidecar protocol", v)
+		tw.Detail("sidecar protocol", v)
 	}
 	return tw.Flush()
 }

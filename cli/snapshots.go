@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,11 +25,28 @@ account keeps at most 10 by default.`,
 		GroupID: groupSandboxes,
 	})
 	cmd.AddCommand(newSnapshotsLsCmd(app),
-		withExample(newGetCmd(app, "snapshot", byRef(snapshotID, (*client.Client).Snapshot)),
+		withExample(newDetailCmd(app, "snapshot", byRef(snapshotID, (*client.Client).Snapshot), writeSnapshotDetail),
 			"  boxkite snapshots get before-upgrade\n  boxkite snapshots get before-upgrade --jq .status"),
 		withExample(newRmCmd(app, "snapshot", "Remove a snapshot (sandboxes restored from it keep their files)", true, rmByRef(snapshotID, (*client.Client).DeleteSnapshot)),
 			"  boxkite snapshots rm before-upgrade\n  boxkite snapshots rm before-upgrade --yes"))
 	return cmd
+}
+
+// writeSnapshotDetail is `snapshots get`'s text view of sn, as `session
+// get` shows a sandbox.
+func writeSnapshotDetail(w io.Writer, sn *api.Snapshot, now time.Time) error {
+	tw := newTable(w)
+	tw.Detail("id", sn.ID)
+	tw.Detail("status", sn.Status)
+	tw.Detail("label", sn.Label)
+	tw.Detail("sandbox", sn.SessionID)
+	tw.Detail("size", humanBytes(sn.SizeBytes))
+	tw.Detail("method", sn.Method)
+	tw.Detail("created", stamp(sn.CreatedAt, now, " ago"))
+	if sn.DeletedAt != nil {
+		tw.Detail("deleted", stamp(*sn.DeletedAt, now, " ago"))
+	}
+	return tw.Flush()
 }
 
 func newSnapshotsLsCmd(app *App) *cobra.Command {

@@ -47,6 +47,14 @@ func (t *table) Header(color bool, cols string) {
 	fmt.Fprintln(t, cols)
 }
 
+// Detail writes a "key: value" row of one item's text view (`session
+// get`, `snapshots get`); an empty value writes nothing.
+func (t *table) Detail(key, value string) {
+	if value != "" {
+		fmt.Fprintf(t, "%s:\t%s\n", key, value)
+	}
+}
+
 // Flush lays out what was written and writes it out.
 func (t *table) Flush() error {
 	text := strings.TrimSuffix(t.buf.String(), "\n")

@@ -19,6 +19,8 @@ import (
 // directory instead, a repository of its own: the shared part of the
 // repository (objects, refs, config, hooks, …) with this worktree's own
 // files (HEAD, index, its reflog, a merge or rebase in progress) over it.
+// (The .git files below the top, and the links back to them, linkRepos
+// makes hold in the sandbox: worktrees.go.)
 
 // commonTopFiles are the files at the top of a repository's common
 // directory that every worktree shares; the others there (HEAD, index,
@@ -215,37 +217,19 @@ func (t *Tree) addGitEntry(rel, local string) {
 // checkout relative to .git/modules/<name>) would point elsewhere, and
 // core.bare (a worktree of a bare repository) would deny the work tree.
 func (t *Tree) standaloneConfig() error {
-	local, ok := t.src[".git/config"]
-	if !ok {
+	if _, ok := t.src[".git/config"]; !ok {
 		return nil
 	}
-	b, err := os.ReadFile(local)
+	b, err := t.read(".git/config")
 	if err != nil {
-		return fmt.Errorf("read %s: %w", local, err)
-	}
-	f, err := os.CreateTemp("", "boxkite-handoff-gitconfig-")
-	if err != nil {
-		return fmt.Errorf("rewrite %s: %w", local, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("rewrite %s: %w", local, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("rewrite %s: %w", local, err)
+		return err
 	}
 	for _, key := range []string{"core.worktree", "core.bare"} {
-		err := exec.Command("git", "config", "--file", f.Name(), "--unset-all", key).Run()
-		var ee *exec.ExitError
-		if err != nil && (!errors.As(err, &ee) || ee.ExitCode() != 5) { // 5: the key was not set
-			return fmt.Errorf("rewrite %s: unset %s: %w", local, key, err)
+		if _, b, err = editGitConfig(b, 5, "--unset-all", key); err != nil { // 5: the key was not set
+			return fmt.Errorf("rewrite %s: %w", t.local(".git/config"), err)
 		}
 	}
-	if b, err = os.ReadFile(f.Name()); err != nil {
-		return fmt.Errorf("rewrite %s: %w", local, err)
-	}
-	t.data[".git/config"] = b
+	t.setData(".git/config", b)
 	return nil
 }
 

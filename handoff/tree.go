@@ -27,7 +27,9 @@ type Tree struct {
 	Skipped []string // warnings about entries left out
 
 	// src and data are where entries that do not lie at Root/<entry> are
-	// read from: a linked worktree's repository (addLinkedGitDir).
+	// read from: a linked worktree's repository (addLinkedGitDir), and
+	// what is sent instead of a file: git's links rewritten for the
+	// sandbox (linkRepos) and a config without core.worktree.
 	src  map[string]string // entry -> local path
 	data map[string][]byte // entry -> contents, instead of its file's
 
@@ -94,7 +96,7 @@ func ListTree(ctx context.Context, root string, all bool) (*Tree, error) {
 	if err := t.addLinkedGitDir(ctx); err != nil {
 		return nil, err
 	}
-	if err := t.linkWorktrees(); err != nil {
+	if err := t.linkRepos(); err != nil {
 		return nil, err
 	}
 	slices.Sort(t.Entries)

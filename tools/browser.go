@@ -142,7 +142,7 @@ func browserCall(action string, in func(json.RawMessage) (any, string), newOut f
 			return unsupported("a browser"), nil
 		}
 		out := newOut()
-		if text, done, err := result(b.Browser(ctx, action, req, out)); done {
+		if text, done, err := result(ctx, b.Browser(ctx, action, req, out)); done {
 			return text, err
 		}
 		return text(out), nil

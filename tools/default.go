@@ -102,7 +102,7 @@ func bashHandler(name, background string) Handler {
 			return msg, nil
 		}
 		res, err := sb.Exec(ctx, api.ExecRequest{Command: in.Command, Timeout: in.Timeout})
-		if text, done, err := result(err); done {
+		if text, done, err := result(ctx, err); done {
 			return text, err
 		}
 		return execText(res, in.Timeout, background), nil
@@ -218,7 +218,7 @@ func interpreterHandler(name, what string, find func(Sandbox) (interpreterRun, b
 			return unsupported(what), nil
 		}
 		res, err := run(ctx, api.InterpreterExecRequest{Code: in.Code, Timeout: in.Timeout})
-		if text, done, err := result(err); done {
+		if text, done, err := result(ctx, err); done {
 			return text, err
 		}
 		return interpreterText(res), nil
@@ -253,7 +253,7 @@ func runWatch(ctx context.Context, sb Sandbox, args json.RawMessage) (string, er
 		return msg, nil
 	}
 	res, err := sb.Watch(ctx, api.WatchRequest{Path: in.Path, TimeoutSeconds: in.Timeout})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	if len(res.Changes) == 0 {

@@ -44,7 +44,7 @@ func runFileCreate(ctx context.Context, sb Sandbox, args json.RawMessage) (strin
 		return "Error: " + err.Error() + "\nHint: write the file in parts: file_create with the first part, then append the rest in smaller pieces with bash_tool (cat >> FILE)", nil
 	}
 	res, err := sb.WriteFile(ctx, req)
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	return fmt.Sprintf("Created file: %s (%d bytes)", orPath(res.Path, in.Path), res.Size), nil
@@ -132,7 +132,7 @@ func runView(ctx context.Context, sb Sandbox, args json.RawMessage) (string, err
 			res, err, p = r2, nil, n
 		}
 	}
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	if res.IsDirectory {
@@ -228,7 +228,7 @@ func runStrReplace(ctx context.Context, sb Sandbox, args json.RawMessage) (strin
 		// directory, a path outside the roots) keep their own hints.
 		return apiErrorTextHint(e, "include more surrounding lines in old_str so it matches exactly once."), nil
 	}
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	p := orPath(res.Path, in.Path)
@@ -268,7 +268,7 @@ func runPresentFiles(ctx context.Context, sb Sandbox, args json.RawMessage) (str
 		return unsupported("presenting files"), nil
 	}
 	res, err := pr.PresentFiles(ctx, api.PresentFilesRequest{Filepaths: in.Paths})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	byName := make(map[string]api.PresentedFile, len(res.Files))
@@ -311,7 +311,7 @@ func runLs(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error
 		in.Path = "/"
 	}
 	res, err := sb.List(ctx, api.LsRequest{Path: in.Path})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	var b strings.Builder
@@ -358,7 +358,7 @@ func runGlob(ctx context.Context, sb Sandbox, args json.RawMessage) (string, err
 		in.Path = "/"
 	}
 	res, err := sb.Glob(ctx, api.GlobRequest{Pattern: in.Pattern, Path: in.Path})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	if len(res.Matches) == 0 {
@@ -408,7 +408,7 @@ func runGrep(ctx context.Context, sb Sandbox, args json.RawMessage) (string, err
 	}
 	req := api.GrepRequest{Pattern: in.Pattern, Path: in.Path, Glob: in.Glob, MaxMatches: clamp(in.MaxMatches, 1, api.MaxGrepMatches)}
 	res, err := sb.Grep(ctx, req)
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	if len(res.Matches) == 0 {

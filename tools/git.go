@@ -116,7 +116,7 @@ func withCredential(ctx context.Context, sb Sandbox, c credential, fn func(opts 
 		Timeout:     30,
 		Description: "create a private git credential file",
 	})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	if res.ExitCode != 0 {
@@ -131,7 +131,7 @@ func withCredential(ctx context.Context, sb Sandbox, c credential, fn func(opts 
 		opt = "core.sshCommand=ssh -i " + path + " -o IdentitiesOnly=yes -o StrictHostKeyChecking=accept-new -o BatchMode=yes"
 	}
 	if _, err := sb.WriteFile(ctx, api.FileCreateRequest{Path: path, Content: content}); err != nil {
-		text, _, err := result(err)
+		text, _, err := result(ctx, err)
 		return text, err
 	}
 	return fn([]string{"-c", shellQuote(opt)})
@@ -157,7 +157,7 @@ func gitRun(ctx context.Context, sb Sandbox, words []string, timeout int, secret
 	// waiting, promptless, for the timeout.
 	cmd := "GIT_TERMINAL_PROMPT=0 git " + strings.Join(words, " ")
 	res, err := sb.Exec(ctx, api.ExecRequest{Command: cmd, Timeout: timeout})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	out := Redact(scrub(combine(res.Stdout, res.Stderr), secrets...))

@@ -43,7 +43,7 @@ func runLSPStart(ctx context.Context, sb Sandbox, args json.RawMessage) (string,
 		return unsupported("language servers"), nil
 	}
 	res, err := ls.LSPStart(ctx, api.LSPStartRequest{Language: in.Language})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	return fmt.Sprintf("Started language server %s for %s", res.LSPID, in.Language), nil
@@ -87,7 +87,7 @@ func runLSPCompletion(ctx context.Context, sb Sandbox, args json.RawMessage) (st
 		return unsupported("language servers"), nil
 	}
 	file, err := sb.View(ctx, api.ViewRequest{Path: in.Path})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	if file.IsDirectory {
@@ -96,11 +96,11 @@ func runLSPCompletion(ctx context.Context, sb Sandbox, args json.RawMessage) (st
 	if _, cut := cutMark(file.Content); cut {
 		return fmt.Sprintf("Error: %s is larger than 100 KiB, too large to send to the language server", in.Path), nil
 	}
-	if text, done, err := result(ls.LSPOpen(ctx, in.ID, api.LSPOpenRequest{Path: in.Path, Content: file.Content})); done {
+	if text, done, err := result(ctx, ls.LSPOpen(ctx, in.ID, api.LSPOpenRequest{Path: in.Path, Content: file.Content})); done {
 		return text, err
 	}
 	res, err := ls.LSPCompletion(ctx, in.ID, api.LSPCompletionRequest{Path: in.Path, Line: in.Line, Character: in.Character})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	return completionText(res.Items), nil
@@ -183,7 +183,7 @@ func runLSPStop(ctx context.Context, sb Sandbox, args json.RawMessage) (string, 
 	if !ok {
 		return unsupported("language servers"), nil
 	}
-	if text, done, err := result(ls.LSPStop(ctx, in.ID)); done {
+	if text, done, err := result(ctx, ls.LSPStop(ctx, in.ID)); done {
 		return text, err
 	}
 	return "Stopped language server " + in.ID, nil

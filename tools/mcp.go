@@ -202,7 +202,7 @@ func (m mcpTools) lspOpen() Tool {
 			if !ok {
 				return unsupported("language servers"), nil
 			}
-			if text, done, err := result(ls.LSPOpen(ctx, in.ID, api.LSPOpenRequest{Path: in.Path, Content: in.Content})); done {
+			if text, done, err := result(ctx, ls.LSPOpen(ctx, in.ID, api.LSPOpenRequest{Path: in.Path, Content: in.Content})); done {
 				return text, err
 			}
 			return fmt.Sprintf("Opened %s in language server %s (%d bytes)", in.Path, in.ID, len(in.Content)), nil
@@ -290,7 +290,7 @@ func (m mcpTools) strReplace() Tool {
 			return "Error: old_str and new_str are the same; nothing would change", nil
 		}
 		res, err := m.bind(in.Session).StrReplace(ctx, api.StrReplaceRequest{Path: in.Path, OldStr: in.OldStr, NewStr: in.NewStr, ReplaceAll: true})
-		if text, done, err := result(err); done {
+		if text, done, err := result(ctx, err); done {
 			return text, err
 		}
 		p := orPath(res.Path, in.Path)

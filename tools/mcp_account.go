@@ -24,7 +24,7 @@ func accountTool[In any](name, desc string, schema json.RawMessage, fn func(ctx 
 				return msg, nil
 			}
 			out, err := fn(ctx, in)
-			if text, done, err := result(err); done {
+			if text, done, err := result(ctx, err); done {
 				if err != nil && ctx.Err() == nil {
 					// Not a refusal and not our caller giving up: the
 					// control plane did not answer (client.ConnError says

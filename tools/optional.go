@@ -96,7 +96,7 @@ func runHTTPRequest(ctx context.Context, sb Sandbox, args json.RawMessage) (stri
 		Method: in.Method, URL: in.URL, Headers: in.Headers, Body: in.Body,
 		Timeout: in.Timeout,
 	})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	return httpResponseText(res), nil
@@ -217,7 +217,7 @@ func runPTYExec(ctx context.Context, sb Sandbox, args json.RawMessage) (string, 
 		Command: in.Command, InputBytes: base64.StdEncoding.EncodeToString([]byte(in.Input)),
 		TimeoutSeconds: in.Timeout,
 	})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	out := strings.TrimRight(strings.ReplaceAll(res.Output, "\r\n", "\n"), "\n")

@@ -62,7 +62,7 @@ func runStartProcess(ctx context.Context, sb Sandbox, args json.RawMessage) (str
 		Description:       in.Description,
 		MaxRuntimeSeconds: in.MaxRuntime,
 	})
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	return fmt.Sprintf("Started process %s (status: %s)\nRead its output with get_process_output(process_id=%q); stop it with stop_process.",
@@ -98,7 +98,7 @@ func runProcessOutput(ctx context.Context, sb Sandbox, args json.RawMessage) (st
 		return unsupported("background processes"), nil
 	}
 	res, err := ps.ProcessOutput(ctx, in.ID, max(in.Since, 0))
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	var b strings.Builder
@@ -154,7 +154,7 @@ func runProcessInput(ctx context.Context, sb Sandbox, args json.RawMessage) (str
 		return unsupported("background processes"), nil
 	}
 	res, err := ps.SendProcessInput(ctx, in.ID, in.Data)
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	return fmt.Sprintf("Wrote %d bytes to process %s", res.BytesWritten, in.ID), nil
@@ -186,7 +186,7 @@ func runStopProcess(ctx context.Context, sb Sandbox, args json.RawMessage) (stri
 		return unsupported("background processes"), nil
 	}
 	res, err := ps.StopProcess(ctx, in.ID)
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	return fmt.Sprintf("Process %s: %s%s", in.ID, res.Status, exitSuffix(res.ExitCode)), nil
@@ -207,7 +207,7 @@ func runListProcesses(ctx context.Context, sb Sandbox, _ json.RawMessage) (strin
 		return unsupported("background processes"), nil
 	}
 	res, err := ps.ListProcesses(ctx)
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	if len(res.Processes) == 0 {

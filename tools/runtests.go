@@ -84,7 +84,7 @@ func runRunTests(ctx context.Context, sb Sandbox, args json.RawMessage) (string,
 		// A Go older than 1.21: file names without their directories.
 		res, err = sb.Exec(ctx, api.ExecRequest{Command: goTestFlags(in.Command, fw, "-json"), Timeout: timeout})
 	}
-	if text, done, err := result(err); done {
+	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	if fw == "" {

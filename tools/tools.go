@@ -88,6 +88,7 @@ func Lookup(ts []Tool, name string) (Tool, bool) {
 // Call runs the tool called name from ts and always returns text for the
 // agent: an unknown tool, arguments that do not fit the schema, a transport
 // failure and even a panicking handler come back as an "Error: …" text.
+// ts is the set the agent has: a refusal's hint names only tools of it.
 func Call(ctx context.Context, ts []Tool, sb Sandbox, name string, args json.RawMessage) string {
 	t, ok := Lookup(ts, name)
 	if !ok {
@@ -97,12 +98,14 @@ func Call(ctx context.Context, ts []Tool, sb Sandbox, name string, args json.Raw
 		}
 		return fmt.Sprintf("Error: unknown tool %q; the tools are %s", name, strings.Join(names, ", "))
 	}
-	return t.Call(ctx, sb, args)
+	return t.Call(withServed(ctx, ts), sb, args)
 }
 
 // Call checks args against t's schema, runs t's handler and always returns
-// text, as the package-level Call does.
+// text, as the package-level Call does. Called alone, t is the set the
+// agent has: a refusal's hint names no other tool.
 func (t Tool) Call(ctx context.Context, sb Sandbox, args json.RawMessage) (out string) {
+	ctx = withServed(ctx, []Tool{t})
 	defer func() {
 		// A handler bug must not take down the MCP server or the agent loop
 		// that called it; the agent sees a text and can carry on.
@@ -118,13 +121,34 @@ func (t Tool) Call(ctx context.Context, sb Sandbox, args json.RawMessage) (out s
 	}
 	out, err := t.Handler(ctx, sb, normalizeArgs(t.Schema, args))
 	if err != nil {
-		return transportText(err)
+		return transportText(ctx, err)
 	}
 	return out
 }
 
+// servedKey is the context key of the tools the agent has (withServed).
+type servedKey struct{}
+
+// withServed is ctx naming ts as the set of tools the agent calling has,
+// unless ctx names one already: the first Call of a call names it, the
+// tools it runs inside (MCP's sandbox tools run this package's own) keep it.
+func withServed(ctx context.Context, ts []Tool) context.Context {
+	if _, ok := ctx.Value(servedKey{}).([]Tool); ok {
+		return ctx
+	}
+	return context.WithValue(ctx, servedKey{}, ts)
+}
+
+// serves reports whether the agent calling has the tool called name (of
+// the set withServed named; none outside a Call).
+func serves(ctx context.Context, name string) bool {
+	ts, _ := ctx.Value(servedKey{}).([]Tool)
+	_, ok := Lookup(ts, name)
+	return ok
+}
+
 // transportText is the text for an error a handler could not turn into a result.
-func transportText(err error) string {
+func transportText(ctx context.Context, err error) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "Error: the call was canceled"
@@ -132,7 +156,7 @@ func transportText(err error) string {
 		return "Error: the call timed out before the sandbox answered"
 	}
 	if e, ok := errors.AsType[*api.Error](err); ok {
-		return apiErrorText(e)
+		return apiErrorText(ctx, e)
 	}
 	return withHint(fmt.Sprintf("Error: could not reach the sandbox (%v)", err), err)
 }
@@ -157,9 +181,10 @@ func withHint(text string, err error) string {
 // the refusal has one. The code is the refusal's stable code
 // (docs/errors.md), which an agent or its harness can match on where the
 // message is prose that may change. The hint is the API's as an agent
-// reads it (refusalHint): tool calls where it names boxkite CLI commands.
-func apiErrorText(e *api.Error) string {
-	return apiErrorTextHint(e, refusalHint(e))
+// reads it (refusalHint): tool calls where it names boxkite CLI commands,
+// of the tools the agent has (ctx's, see Call).
+func apiErrorText(ctx context.Context, e *api.Error) string {
+	return apiErrorTextHint(e, refusalHint(e, func(tool string) bool { return serves(ctx, tool) }))
 }
 
 // apiErrorTextHint is apiErrorText with hint in place of the refusal's own.
@@ -180,14 +205,15 @@ func apiErrorTextHint(e *api.Error, hint string) string {
 }
 
 // result sorts a sandbox call's error: an *api.Error becomes the text to
-// answer with (done is true, err nil); any other error is passed on as a
-// transport failure; no error means carry on.
-func result(err error) (text string, done bool, failure error) {
+// answer with (done is true, err nil; its hint names tools of ctx's set);
+// any other error is passed on as a transport failure; no error means
+// carry on.
+func result(ctx context.Context, err error) (text string, done bool, failure error) {
 	if err == nil {
 		return "", false, nil
 	}
 	if e, ok := errors.AsType[*api.Error](err); ok {
-		return apiErrorText(e), true, nil
+		return apiErrorText(ctx, e), true, nil
 	}
 	return "", true, err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -292,28 +293,63 @@ func TestCall(t *testing.T) {
 // every kind of refusal an agent meets; a refusal without a message or a
 // code still reads as an error.
 func TestAPIErrorText(t *testing.T) {
-	tests := []struct {
-		name string
-		err  *api.Error
-		want string
-	}{
-		{"not found", &api.Error{Code: api.CodeNotFound, Message: "sandbox sb-1 not found"}, "Error [not_found]: sandbox sb-1 not found"},
-		{"limit with hint", &api.Error{Code: api.CodeLimitExceeded, Message: "exec refused: your account's JSON answers already hold 64 MiB", Hint: "stream the output instead"}, "Error [limit_exceeded]: exec refused: your account's JSON answers already hold 64 MiB\nHint: stream the output instead"},
-		{"host capacity", &api.Error{Code: api.CodeHostCapacity, Message: "the server is out of room", Hint: "retry in a few seconds"}, "Error [host_capacity]: the server is out of room\nHint: retry in a few seconds"},
-		{"validation", &api.Error{Code: api.CodeValidation, Message: "timeout must be between 1 and 600 seconds"}, "Error [validation_error]: timeout must be between 1 and 600 seconds"},
-		{"rate limited", &api.Error{Code: api.CodeRateLimited, Message: "too many requests", Hint: "wait for Retry-After"}, "Error [rate_limited]: too many requests\nHint: wait for Retry-After"},
-		{"no message", &api.Error{Code: api.CodeForbidden}, "Error [forbidden]: the sandbox refused the call"},
-		{"no code", &api.Error{Message: "something odd", Hint: "try again"}, "Error: something odd\nHint: try again"},
+	checkRefusals(t, []refusal{
+		{"not found", &api.Error{Code: api.CodeNotFound, Message: "sandbox sb-1 not found"}, "Error [not_found]: sandbox sb-1 not found", ""},
+		{"limit with hint", &api.Error{Code: api.CodeLimitExceeded, Message: "exec refused: your account's JSON answers already hold 64 MiB", Hint: "stream the output instead"}, "Error [limit_exceeded]: exec refused: your account's JSON answers already hold 64 MiB\nHint: stream the output instead", ""},
+		{"host capacity", &api.Error{Code: api.CodeHostCapacity, Message: "the server is out of room", Hint: "retry in a few seconds"}, "Error [host_capacity]: the server is out of room\nHint: retry in a few seconds", ""},
+		{"validation", &api.Error{Code: api.CodeValidation, Message: "timeout must be between 1 and 600 seconds"}, "Error [validation_error]: timeout must be between 1 and 600 seconds", ""},
+		{"rate limited", &api.Error{Code: api.CodeRateLimited, Message: "too many requests", Hint: "wait for Retry-After"}, "Error [rate_limited]: too many requests\nHint: wait for Retry-After", ""},
+		{"no message", &api.Error{Code: api.CodeForbidden}, "Error [forbidden]: the sandbox refused the call", ""},
+		{"no code", &api.Error{Message: "something odd", Hint: "try again"}, "Error: something odd\nHint: try again", ""},
+	})
+}
+
+// refusal is an API refusal of a command and the text an agent reads for
+// it: want with MCP's tools, wantDefault with Default's or a tool called
+// alone ("": the same as want).
+type refusal struct {
+	name              string
+	err               *api.Error
+	want, wantDefault string
+}
+
+// checkRefusals runs each command refused with its error through MCP's
+// exec, Default's bash_tool and bash_tool called alone, as an agent with
+// each set calls it. A text under Default or alone names no tool the
+// agent lacks.
+func checkRefusals(t *testing.T, tests []refusal) {
+	t.Helper()
+	var others []string
+	for _, tl := range append(All(), MCP(nil, nil)...) {
+		if _, ok := Lookup(Default(), tl.Name); !ok {
+			others = append(others, "`"+tl.Name+"`")
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := apiErrorText(tt.err); got != tt.want {
-				t.Errorf("apiErrorText(%+v) = %q, want %q", tt.err, got, tt.want)
-			}
-			// The same through a handler, as an agent reads it.
 			f := &fake{exec: func(api.ExecRequest) (*api.ExecResult, error) { return nil, tt.err }}
-			if got := Call(context.Background(), Default(), f, "bash_tool", json.RawMessage(`{"command":"true"}`)); got != tt.want {
-				t.Errorf("bash_tool refused with %+v = %q, want %q", tt.err, got, tt.want)
+			ctx := context.Background()
+			mcp := MCP(nil, func(string) Sandbox { return f })
+			if got := Call(ctx, mcp, nil, "exec", json.RawMessage(`{"session_id":"sb1","command":"true"}`)); got != tt.want {
+				t.Errorf("MCP's exec refused with %+v = %q, want %q", tt.err, got, tt.want)
+			}
+			want := tt.wantDefault
+			if want == "" {
+				want = tt.want
+			}
+			bash, _ := Lookup(Default(), "bash_tool")
+			for how, got := range map[string]string{
+				"Default's bash_tool": Call(ctx, Default(), f, "bash_tool", json.RawMessage(`{"command":"true"}`)),
+				"bash_tool alone":     bash.Call(ctx, f, json.RawMessage(`{"command":"true"}`)),
+			} {
+				if got != want {
+					t.Errorf("%s refused with %+v = %q, want %q", how, tt.err, got, want)
+				}
+				for _, name := range others {
+					if strings.Contains(got, name) {
+						t.Errorf("%s refused with %+v names %s, which the agent lacks: %q", how, tt.err, name, got)
+					}
+				}
 			}
 		})
 	}
@@ -353,66 +389,67 @@ func (hintedErr) Error() string { return "connection refused" }
 func (hintedErr) Hint() string  { return "start the server" }
 
 // TestAgentHint: an API refusal's hint names boxkite CLI commands, which
-// an agent cannot run; the tools answer with the tool that does the same,
-// and leave out an aside or clause naming a command with no such tool.
-// The hints are the API's own (server/sandbox, server/model, server/exec).
+// an agent cannot run; the tools answer with the tool that does the same
+// when the agent has it (MCP's tools have the sandbox lifecycle, Default's
+// do not), and leave out an aside or clause naming a command with no such
+// tool. The hints are the API's own (server/sandbox, server/model,
+// server/exec).
 func TestAgentHint(t *testing.T) {
-	tests := []struct {
-		name string
-		err  *api.Error
-		want string
-	}{
+	checkRefusals(t, []refusal{
 		{
 			"not found", &api.Error{Code: api.CodeNotFound, Message: "sandbox nope not found", Hint: "list your sandboxes with `boxkite session ls`"},
 			"Error [not_found]: sandbox nope not found\nHint: list your sandboxes with `list_sandboxes`",
+			"Error [not_found]: sandbox nope not found",
 		},
 		{
 			"destroyed", &api.Error{Code: api.CodeConflict, Message: "sandbox sb1 is destroyed", Hint: "create a new sandbox with `boxkite session create`"},
 			"Error [conflict]: sandbox sb1 is destroyed\nHint: create a new sandbox with `create_sandbox`",
+			"Error [conflict]: sandbox sb1 is destroyed",
 		},
 		{
 			"paused", &api.Error{Code: api.CodeConflict, Message: "sandbox sb1 is paused", Hint: "resume it first: `boxkite session resume sb1`"},
 			"Error [conflict]: sandbox sb1 is paused\nHint: resume it first: `resume_sandbox` with session_id sb1",
+			"Error [conflict]: sandbox sb1 is paused",
 		},
 		{
 			"lost, aside without a tool", &api.Error{Code: api.CodeSandboxLost, Message: "sandbox sb1 was lost", Hint: "its processes and files are gone; create a new sandbox with `boxkite session create` (`boxkite log -s sb1` shows its history)"},
 			"Error [sandbox_lost]: sandbox sb1 was lost\nHint: its processes and files are gone; create a new sandbox with `create_sandbox`",
+			"Error [sandbox_lost]: sandbox sb1 was lost\nHint: its processes and files are gone",
 		},
 		{
 			"quota", &api.Error{Code: api.CodeConcurrentSandboxLimit, Message: "2 of your sandboxes are running; at most 2 may run at once", Hint: "remove one with `boxkite session rm`, or wait for one to expire"},
 			"Error [concurrent_sandbox_limit_reached]: 2 of your sandboxes are running; at most 2 may run at once\nHint: remove one with `destroy_sandbox`, or wait for one to expire",
+			"Error [concurrent_sandbox_limit_reached]: 2 of your sandboxes are running; at most 2 may run at once",
 		},
 		{
 			"host limit", &api.Error{Code: api.CodeHostCapacity, Message: "the host is full", Hint: "remove sandboxes you no longer need, or raise the limit (boxkite doctor says how)"},
 			"Error [host_capacity]: the host is full\nHint: remove sandboxes you no longer need, or ask the server's operator to raise the limit",
+			"",
 		},
 		{
 			"held output, aside without a tool", &api.Error{Code: api.CodeLimitExceeded, Message: "exec refused", Hint: "stream the output instead (`Accept: application/x-ndjson`; `boxkite exec` streams), or ask for a smaller max_output_bytes"},
 			"Error [limit_exceeded]: exec refused\nHint: stream the output instead, or ask for a smaller max_output_bytes",
+			"",
 		},
 		{
 			"clause without a tool", &api.Error{Code: api.CodeUnauthorized, Message: "no key", Hint: "send Authorization: Bearer <admin API key>; `boxkite ui` does"},
 			"Error [unauthorized]: no key\nHint: send Authorization: Bearer <admin API key>",
+			"",
 		},
 		{
 			"only a command without a tool", &api.Error{Code: api.CodeNotFound, Message: "no such file", Hint: "list them with `boxkite files ls --from-storage`"},
 			"Error [not_found]: no such file",
+			"",
 		},
 		{
 			"the client's bad response", &api.Error{Code: "bad_response", Message: "the server answered 200 text/html", Hint: "check the server URL (see `boxkite config show`) and any proxy in between"},
 			"Error [bad_response]: the server answered 200 text/html\nHint: check the server URL (see `boxkite config show`) and any proxy in between",
+			"",
 		},
 		{
 			"validation, no command", &api.Error{Code: api.CodeValidation, Message: "size_gb must be more than 0", Hint: "omit size_gb for the default of 1 GB"},
 			"Error [validation_error]: size_gb must be more than 0\nHint: omit size_gb for the default of 1 GB",
+			"",
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := &fake{exec: func(api.ExecRequest) (*api.ExecResult, error) { return nil, tt.err }}
-			if got := Call(context.Background(), Default(), f, "bash_tool", json.RawMessage(`{"command":"true"}`)); got != tt.want {
-				t.Errorf("bash_tool refused with %+v = %q, want %q", tt.err, got, tt.want)
-			}
-		})
-	}
+	})
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package images keeps the sandbox images of the local driver: root
 // filesystems imported from OCI or docker archives, or built from
 // declarative specs (apt, pip and npm packages over the host's system),
@@ -19,4 +21,9 @@
 // (buildroot.go); package install scripts run there. They reach the
 // network only through server/egress's proxy, granted the package hosts
 // this machine is configured to use (hosts.go).
+//
+// Linux only, as the local driver is: every file is constrained to linux
+// (builds unshare namespaces and mount overlays), so the package is left
+// out of darwin builds deliberately rather than failing them; nothing
+// released for darwin imports it (TestLinuxOnlyPackages).
 package images

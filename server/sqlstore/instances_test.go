@@ -3,7 +3,6 @@ package sqlstore_test
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -21,10 +20,9 @@ import (
 func testInstances(t *testing.T, newStore storeFactory) {
 	one, two := twoServers(t, newStore)
 	ctx := t.Context()
-	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
 	live := func(st model.Store, now int) []string {
 		t.Helper()
-		ids, err := st.LiveInstances(ctx, at(now))
+		ids, err := st.LiveInstances(ctx, after(now))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +30,7 @@ func testInstances(t *testing.T, newStore storeFactory) {
 	}
 	beat := func(st model.Store, id string, until int) {
 		t.Helper()
-		if err := st.BeatInstance(ctx, id, at(until)); err != nil {
+		if err := st.BeatInstance(ctx, id, after(until)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,13 +52,13 @@ func testInstances(t *testing.T, newStore storeFactory) {
 		}, 41, []string{"s2"}},
 		{"an ended one is not forgotten before the time given", func() {
 			beat(one, "s3", 45)
-			if err := two.ForgetInstances(ctx, at(44)); err != nil {
+			if err := two.ForgetInstances(ctx, after(44)); err != nil {
 				t.Fatal(err)
 			}
 			beat(one, "s3", 80) // renewed: it was still there to renew
 		}, 46, []string{"s2", "s3"}},
 		{"forgotten once it ended before it", func() {
-			if err := two.ForgetInstances(ctx, at(75)); err != nil {
+			if err := two.ForgetInstances(ctx, after(75)); err != nil {
 				t.Fatal(err)
 			}
 		}, 0, []string{"s3"}}, // at 0 s2 (ends at 70, forgotten) would be alive

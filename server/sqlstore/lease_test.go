@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
@@ -22,7 +21,6 @@ func testSandboxLease(t *testing.T, newStore storeFactory) {
 	ctx := t.Context()
 	a := mustAccount(t, one, "a@example.com")
 	sb := mustSandbox(t, one, newSandbox(a, base))
-	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
 	steps := []struct {
 		name  string
 		st    model.Store
@@ -38,7 +36,7 @@ func testSandboxLease(t *testing.T, newStore storeFactory) {
 		{"the first holder is refused now", one, "s1", 52, false},
 	}
 	for _, s := range steps {
-		got, err := s.st.TakeSandboxLease(ctx, sb.ID, s.owner, at(s.now), at(s.now+30))
+		got, err := s.st.TakeSandboxLease(ctx, sb.ID, s.owner, after(s.now), after(s.now+30))
 		if err != nil || got != s.want {
 			t.Errorf("%s: TakeSandboxLease(%s at +%ds) = %v, %v; want %v", s.name, s.owner, s.now, got, err, s.want)
 		}
@@ -51,24 +49,24 @@ func testSandboxLease(t *testing.T, newStore storeFactory) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := one.TakeSandboxLease(ctx, sb.ID, "s1", at(53), at(83)); err != nil || got {
+	if got, err := one.TakeSandboxLease(ctx, sb.ID, "s1", after(53), after(83)); err != nil || got {
 		t.Errorf("after an update of the row, another owner took the lease: %v, %v", got, err)
 	}
 	// A release by a server that no longer holds it leaves it.
 	if err := one.ReleaseSandboxLease(ctx, sb.ID, "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := one.TakeSandboxLease(ctx, sb.ID, "s1", at(54), at(84)); err != nil || got {
+	if got, err := one.TakeSandboxLease(ctx, sb.ID, "s1", after(54), after(84)); err != nil || got {
 		t.Errorf("a release by another owner freed the lease: %v, %v", got, err)
 	}
 	// Its holder's release frees it at once.
 	if err := two.ReleaseSandboxLease(ctx, sb.ID, "s2"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := one.TakeSandboxLease(ctx, sb.ID, "s1", at(55), at(85)); err != nil || !got {
+	if got, err := one.TakeSandboxLease(ctx, sb.ID, "s1", after(55), after(85)); err != nil || !got {
 		t.Errorf("after its holder released it: %v, %v; want taken", got, err)
 	}
-	if _, err := one.TakeSandboxLease(ctx, "no-such-sandbox", "s1", at(55), at(85)); !errors.Is(err, model.ErrNotFound) {
+	if _, err := one.TakeSandboxLease(ctx, "no-such-sandbox", "s1", after(55), after(85)); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("the lease of a missing row: %v, want ErrNotFound", err)
 	}
 
@@ -83,7 +81,7 @@ func testSandboxLease(t *testing.T, newStore storeFactory) {
 		st := []model.Store{one, two}[i%2]
 		owner := fmt.Sprintf("r%d", i)
 		wg.Go(func() {
-			got, err := st.TakeSandboxLease(ctx, free.ID, owner, base, at(30))
+			got, err := st.TakeSandboxLease(ctx, free.ID, owner, base, after(30))
 			if err != nil {
 				t.Error(err)
 			}

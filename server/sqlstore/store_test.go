@@ -121,6 +121,10 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 // base is a fixed instant with microsecond precision, what stores keep.
 var base = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
+// after is s seconds after base: the clock of the tests that step one
+// through the heartbeats and leases of two servers.
+func after(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+
 func mustAccount(t *testing.T, st model.Store, email string) *model.Account {
 	t.Helper()
 	a := &model.Account{ID: model.NewID(), Email: email, CreatedAt: base}

@@ -1,10 +1,8 @@
 package envd
 
 import (
-	"regexp"
-	"strings"
-
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tools"
 )
 
 // Message is e's message as the E2B surface answers it: its hint, as an
@@ -18,28 +16,21 @@ func Message(e *api.Error) string {
 
 // e2bCalls are the boxkite CLI commands /v1's hints name, each as the
 // E2B SDK call that does the same ($1: the id the command names).
-var e2bCalls = []struct {
-	cli  *regexp.Regexp
-	call string
-}{
-	{regexp.MustCompile("`boxkite session create`"), "`Sandbox.create()`"},
-	{regexp.MustCompile("`boxkite session ls`"), "`Sandbox.list()`"},
-	{regexp.MustCompile("`boxkite session get`"), "`Sandbox.getInfo(id)`"},
-	{regexp.MustCompile("`boxkite session resume ([^`]+)`"), "`Sandbox.connect('$1')`"},
-	{regexp.MustCompile("`boxkite session fork ([^`]+)`"), "`Sandbox.fork('$1')`"},
-	{regexp.MustCompile("`boxkite session rm ([^`]+)`"), "`Sandbox.kill('$1')`"},
-	{regexp.MustCompile("`boxkite session snapshot`"), "`sbx.createSnapshot()`"},
-	{regexp.MustCompile("`boxkite snapshots ls -s ([^`]+)`"), "`Sandbox.listSnapshots({sandboxId: '$1'})`"},
-	{regexp.MustCompile("`boxkite snapshots ls`"), "`Sandbox.listSnapshots()`"},
-	{regexp.MustCompile("`boxkite snapshots rm ID`"), "`Sandbox.deleteSnapshot(id)`"},
-	{regexp.MustCompile("`boxkite ps`, `boxkite kill`"), "`sbx.commands.list()`, `sbx.commands.kill(pid)`"},
-	{regexp.MustCompile("`boxkite log -s ([^`]+)`"), "`GET /v1/sandboxes/$1/log`"},
-	{regexp.MustCompile(`raise the limit \(boxkite doctor says how\)`), "ask the server's operator to raise the limit"},
+var e2bCalls = []tools.HintCommand{
+	tools.NewHintCommand("`boxkite session create`", "`Sandbox.create()`"),
+	tools.NewHintCommand("`boxkite session ls`", "`Sandbox.list()`"),
+	tools.NewHintCommand("`boxkite session get`", "`Sandbox.getInfo(id)`"),
+	tools.NewHintCommand("`boxkite session resume ([^`]+)`", "`Sandbox.connect('$1')`"),
+	tools.NewHintCommand("`boxkite session fork ([^`]+)`", "`Sandbox.fork('$1')`"),
+	tools.NewHintCommand("`boxkite session rm ([^`]+)`", "`Sandbox.kill('$1')`"),
+	tools.NewHintCommand("`boxkite session snapshot`", "`sbx.createSnapshot()`"),
+	tools.NewHintCommand("`boxkite snapshots ls -s ([^`]+)`", "`Sandbox.listSnapshots({sandboxId: '$1'})`"),
+	tools.NewHintCommand("`boxkite snapshots ls`", "`Sandbox.listSnapshots()`"),
+	tools.NewHintCommand("`boxkite snapshots rm ID`", "`Sandbox.deleteSnapshot(id)`"),
+	tools.NewHintCommand("`boxkite ps`, `boxkite kill`", "`sbx.commands.list()`, `sbx.commands.kill(pid)`"),
+	tools.NewHintCommand("`boxkite log -s ([^`]+)`", "`GET /v1/sandboxes/$1/log`"),
+	tools.NewHintCommand(`raise the limit \(boxkite doctor says how\)`, "ask the server's operator to raise the limit"),
 }
-
-// cliCommand finds a boxkite CLI command a hint names: quoted
-// ("`boxkite session ls`") or in parentheses ("(boxkite files cp)").
-var cliCommand = regexp.MustCompile("[`(]boxkite [a-z]")
 
 // E2BHint is a hint of boxkite's as an E2B SDK user reads it. /v1's hints
 // name boxkite CLI commands, which that user does not run: each becomes
@@ -47,13 +38,7 @@ var cliCommand = regexp.MustCompile("[`(]boxkite [a-z]")
 // create`), and a hint that names a command with no such call is left
 // out, the message standing alone. Any other hint is kept as it is.
 func E2BHint(hint string) string {
-	if !cliCommand.MatchString(hint) {
-		return hint
-	}
-	for _, c := range e2bCalls {
-		hint = c.cli.ReplaceAllString(hint, c.call)
-	}
-	if cliCommand.MatchString(hint) || strings.Contains(hint, "boxkite doctor") {
+	if hint = tools.ReplaceCommands(hint, e2bCalls); tools.NamesCommand(hint) {
 		return ""
 	}
 	return hint
