@@ -321,3 +321,51 @@ func TestLinkedWorktreeSubmodule(t *testing.T) {
 		}
 	}
 }
+
+// TestRepoLink: what a link git wrote says in the sandbox. One naming an
+// entry of the tree names it at its sandbox path, or holds as it is when
+// relative and naming the same entry there; one naming anything else is
+// not in the tree. Paths are found through a symlink to the tree and in
+// the repository a linked worktree's .git brings in (src).
+func TestRepoLink(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "app")
+	for _, d := range []string{"sub", ".git/modules/sub", "wt", "other"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(root, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	brought := filepath.Join(base, "main", ".git", "worktrees", "app", "modules", "lib")
+	tree := &Tree{
+		Root: root, Name: "app",
+		Entries: []string{"sub/.git", "sub/a.go", ".git/modules/sub/HEAD", "wt/.git", ".git/modules/lib"},
+		src:     map[string]string{".git/modules/lib": brought},
+	}
+	loc := tree.locator()
+	for _, tc := range []struct {
+		name, dir, local, target string
+		want                     string
+		ok                       bool
+	}{
+		{"relative, the same in the sandbox", "sub", "sub", "../.git/modules/sub", "", true},
+		{"absolute", "sub", "sub", filepath.Join(root, ".git/modules/sub"), "/workspace/app/.git/modules/sub", true},
+		{"absolute through a symlink", "sub", "sub", filepath.Join(base, "link", ".git/modules/sub"), "/workspace/app/.git/modules/sub", true},
+		{"a directory git lists files of", ".git/modules/sub", ".git/modules/sub", filepath.Join(root, "sub"), "/workspace/app/sub", true},
+		{"the tree's top", ".git", ".git", root, "/workspace/app", true},
+		{"relative out of the tree, into what src brings", "lib", "lib", "../../main/.git/worktrees/app/modules/lib", "/workspace/app/.git/modules/lib", true},
+		{"absolute, into what src brings", "lib", "lib", brought, "/workspace/app/.git/modules/lib", true},
+		{"a directory the tree does not carry", "sub", "sub", filepath.Join(root, "other"), "", false},
+		{"outside the tree", "sub", "sub", filepath.Join(base, "elsewhere", ".git"), "", false},
+		{"relative, outside the tree", "sub", "sub", "../../elsewhere/.git", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			link, ok := loc.link(tc.dir, filepath.Join(root, tc.local), tc.target)
+			if link != tc.want || ok != tc.ok {
+				t.Errorf("link(%q, %q) = %q, %v; want %q, %v", tc.dir, tc.target, link, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

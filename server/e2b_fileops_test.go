@@ -87,6 +87,28 @@ func e2bFileOpsEnv(t *testing.T, cfg server.Config) (e *env, f *fileOpSidecar, i
 	return e, f, sb.SandboxID, sb.EnvdAccessToken
 }
 
+// TestE2BListDirOfAFile: ListDir of a file answers on the wire as envd's
+// does: 400 {"code":"invalid_argument","message":"path is not a
+// directory: P"}, P with its symlinks resolved (the SDK throws an
+// InvalidArgumentError with that message).
+func TestE2BListDirOfAFile(t *testing.T) {
+	t.Parallel()
+	e, f, id, token := e2bFileOpsEnv(t, server.Config{})
+	if err := os.WriteFile(filepath.Join(f.dir, "f.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("f.txt", filepath.Join(f.dir, "lf")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"f.txt", "/home/user/f.txt", "/home/user/lf"} {
+		status, body := e2bRPC(t, e.URL, id, token, "ListDir", `{"path":"`+p+`","depth":1}`)
+		want := `{"code":"invalid_argument","message":"path is not a directory: /home/user/f.txt"}`
+		if status != http.StatusBadRequest || strings.TrimSpace(string(body)) != want {
+			t.Errorf("ListDir %s = %d %s, want 400 %s", p, status, body, want)
+		}
+	}
+}
+
 // TestE2BListDirLarge: a directory whose listing is over a listing's
 // output limit (4 MiB, some 40,000 entries) is not held whole: ListDir is
 // refused with resource_exhausted (the SDK's RateLimitError) saying how

@@ -22,28 +22,35 @@ import (
 // it again; a delete during a pause or a resume tears the sandbox down
 // after that finished (no workspace copy written after the delete read
 // it, no pod recreated after the delete) and both callers get their
-// answers.
+// answers; a pause during a delete waits for it and is 409 conflict (the
+// sandbox is destroyed) with a hint, its driver never called.
 func TestReplicaLifecycleOrder(t *testing.T) {
 	tests := []struct {
 		name          string
 		first, second string // the changes: first on the first server, held in its driver
+		wantFirst     int
 		wantSecond    int
 		wantEvents    []string
 		wantStatus    string
 	}{
 		{
-			"resume during a resume", "resume", "resume", http.StatusOK,
+			"resume during a resume", "resume", "resume", http.StatusOK, http.StatusOK,
 			[]string{"first: resume begins", "first: resume ends"},
 			api.StatusActive,
 		},
 		{
-			"delete during a pause", "pause", "delete", http.StatusNoContent,
+			"delete during a pause", "pause", "delete", http.StatusOK, http.StatusNoContent,
 			[]string{"first: pause begins", "first: pause ends", "second: delete"},
 			api.StatusDestroyed,
 		},
 		{
-			"delete during a resume", "resume", "delete", http.StatusNoContent,
+			"delete during a resume", "resume", "delete", http.StatusOK, http.StatusNoContent,
 			[]string{"first: resume begins", "first: resume ends", "second: delete"},
+			api.StatusDestroyed,
+		},
+		{
+			"pause during a delete", "delete", "pause", http.StatusNoContent, http.StatusConflict,
+			[]string{"first: delete begins", "first: delete ends"},
 			api.StatusDestroyed,
 		},
 	}
@@ -87,6 +94,7 @@ func TestReplicaLifecycleOrder(t *testing.T) {
 			}
 			b.Driver.mu.Lock()
 			b.Driver.ResumeHook = secondActs("resume")
+			b.Driver.PauseHook = secondActs("pause")
 			deleteHook := secondActs("delete")
 			b.Driver.DeleteFunc = func(_ context.Context, id string) error { deleteHook(id); return nil }
 			b.Driver.mu.Unlock()
@@ -101,43 +109,49 @@ func TestReplicaLifecycleOrder(t *testing.T) {
 			hold := func(id string) {
 				event("first: " + tt.first + " begins")
 				go func() {
-					method, path := "POST", sandboxPath(id)+"/resume"
-					if tt.second == "delete" {
-						method, path = "DELETE", sandboxPath(id)
-					}
-					resp, body := b.do(method, path, b.KeyA, nil)
-					second <- answer{resp.StatusCode, body}
+					method, path, body := change(tt.second, id)
+					resp, got := b.do(method, path, b.KeyA, body)
+					second <- answer{resp.StatusCode, got}
 				}()
 				select {
 				case <-waited:
 				case <-acted:
+				case got := <-second:
+					t.Errorf("the second server's %s answered %d %s during the first's %s, without waiting for it", tt.second, got.code, got.body, tt.first)
+					second <- got
 				case <-time.After(time.Minute):
 					t.Error("the second server neither waited nor acted within a minute")
 				}
 				event("first: " + tt.first + " ends")
 			}
 			a.Driver.mu.Lock()
-			if tt.first == "resume" {
+			switch tt.first {
+			case "resume":
 				a.Driver.ResumeHook = hold
-			} else {
+			case "pause":
 				a.Driver.PauseHook = hold
+			case "delete":
+				a.Driver.DeleteFunc = func(_ context.Context, id string) error { hold(id); return nil }
 			}
 			a.Driver.mu.Unlock()
 
-			path, body := sandboxPath(sb.ID)+"/resume", any(nil)
-			if tt.first == "pause" {
-				path, body = sandboxPath(sb.ID)+"/pause", api.PauseSandboxRequest{Mode: api.PauseFilesystem}
+			method, path, body := change(tt.first, sb.ID)
+			if resp, body := a.do(method, path, a.KeyA, body); resp.StatusCode != tt.wantFirst {
+				t.Errorf("the first server's %s: %d %s, want %d", tt.first, resp.StatusCode, body, tt.wantFirst)
 			}
-			if resp, body := a.do("POST", path, a.KeyA, body); resp.StatusCode != http.StatusOK {
-				t.Errorf("the first server's %s: %d %s, want 200", tt.first, resp.StatusCode, body)
-			}
-			if got := <-second; got.code != tt.wantSecond {
+			got := <-second
+			if got.code != tt.wantSecond {
 				t.Errorf("the second server's %s: %d %s, want %d", tt.second, got.code, got.body, tt.wantSecond)
 			}
+			if got.code >= 400 {
+				if e := apiError(t, got.body); e.Code != api.CodeConflict || e.Hint == "" {
+					t.Errorf("the second server's refusal %s, want conflict with a hint", got.body)
+				}
+			}
 			mu.Lock()
-			got := append([]string(nil), events...)
+			happened := append([]string(nil), events...)
 			mu.Unlock()
-			if diff := cmp.Diff(tt.wantEvents, got); diff != "" {
+			if diff := cmp.Diff(tt.wantEvents, happened); diff != "" {
 				t.Errorf("the driver work of both servers (-want +got):\n%s", diff)
 			}
 			if got := a.get(t, sb.ID); got.Status != tt.wantStatus {
@@ -145,4 +159,16 @@ func TestReplicaLifecycleOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// change is the request of a lifecycle change of sandbox id: "pause"
+// (filesystem), "resume" or "delete".
+func change(what, id string) (method, path string, body any) {
+	switch what {
+	case "pause":
+		return "POST", sandboxPath(id) + "/pause", api.PauseSandboxRequest{Mode: api.PauseFilesystem}
+	case "resume":
+		return "POST", sandboxPath(id) + "/resume", nil
+	}
+	return "DELETE", sandboxPath(id), nil
 }

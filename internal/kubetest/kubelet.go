@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boxkite/boxkite/sidecar/jail"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +47,15 @@ import (
 // owned by root, in the mode of the item or of defaultMode, with the
 // fsGroup as their group and group read added for it.
 //
+// As root, each pod's process runs in a cgroup of its own, as a
+// container does: boxkite/kubetest-UID below the test's own cgroup in
+// every hierarchy the sidecar reads its use from (cgroup v2's, or v1's
+// memory, pids and cpuacct, and those of the jail's limits and freezer),
+// with no limits set. So a sidecar's GET /usage (Stats, getMetrics) is its
+// pod's alone, not the test's or another pod's. The process moves there
+// as soon as it started, before it serves: what it used before is the
+// test's. A pod's end removes its cgroup, killing anything left in it.
+//
 // A pod deleted from the API has its process killed; a process that exits
 // marks its pod Failed. A pod running longer than its
 // activeDeadlineSeconds (counted from its start, as a kubelet counts it)
@@ -57,7 +71,8 @@ type Kubelet struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	started  atomic.Int64
-	held     atomic.Int32 // Holds not released: new pods are left pending
+	held     atomic.Int32  // Holds not released: new pods are left pending
+	cgroups  *jail.Cgroups // where pods get cgroups of their own; nil when not root
 	logf     func(format string, args ...any)
 	stopOnce sync.Once
 }
@@ -67,7 +82,9 @@ type podProc struct {
 	ip   string
 	cmd  *exec.Cmd
 	dir  string
+	cg   jail.Cgroup   // the pod's own cgroup; none when not root
 	exit chan struct{} // closed when the process exits
+	logf func(format string, args ...any)
 }
 
 // podKey tells pods apart: a pod deleted and made again under the same
@@ -107,11 +124,18 @@ func (c *Cluster) StartKubelet(t testing.TB, ns, sidecar string) *Kubelet {
 		t.Fatalf("kubetest: %v", err)
 	}
 	_ = os.Chmod(dir, 0o755) // pod processes run as another user
+	var cgs *jail.Cgroups
+	if os.Geteuid() == 0 {
+		if cgs, err = podCgroups(); err != nil {
+			os.RemoveAll(dir)
+			t.Fatalf("kubetest: %v", err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &Kubelet{
 		client: c.Client, ns: ns, sidecar: sidecar, dir: dir,
 		pods: map[string]*podProc{}, cancel: cancel, done: make(chan struct{}),
-		logf: t.Logf,
+		logf: t.Logf, cgroups: cgs,
 	}
 	go k.run(ctx)
 	t.Cleanup(k.Stop)
@@ -174,6 +198,20 @@ func (k *Kubelet) VolumeDir(pod, vol string) string {
 		}
 	}
 	return ""
+}
+
+// CgroupDirs are the directories of the cgroup of the running pod named
+// pod, one per hierarchy: none when this kubelet runs no such pod, or
+// runs pods in its own cgroup (not root).
+func (k *Kubelet) CgroupDirs(pod string) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range k.pods {
+		if p != nil && p.name == pod {
+			return slices.Clone(p.cg.Dirs)
+		}
+	}
+	return nil
 }
 
 func (k *Kubelet) run(ctx context.Context) {
@@ -349,17 +387,83 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 		}
 		cmd.SysProcAttr.Credential = cred
 	}
+	var cg jail.Cgroup
+	if k.cgroups != nil {
+		if cg, err = newPodCgroup(k.cgroups, string(pod.UID)); err != nil {
+			log.Close()
+			return nil, err
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		log.Close()
+		_ = cg.Remove(context.Background())
 		return nil, fmt.Errorf("start container: %w", err)
 	}
-	p := &podProc{name: pod.Name, ip: ip, cmd: cmd, dir: dir, exit: make(chan struct{})}
+	p := &podProc{name: pod.Name, ip: ip, cmd: cmd, dir: dir, cg: cg, exit: make(chan struct{}), logf: k.logf}
 	go func() {
 		_ = cmd.Wait()
 		log.Close()
 		close(p.exit)
 	}()
+	if err := cg.Add(cmd.Process.Pid); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("start container: move it to its cgroup: %w", err)
+	}
 	return p, nil
+}
+
+// podCgroupParent is the directory below the test's own cgroups that
+// pods' cgroups are made in: the jail's parent, which jail.Cgroup.Remove
+// insists on.
+const podCgroupParent = "boxkite"
+
+// podCgroups finds the test's cgroups and prepares the parent of pods'
+// cgroups there (jail.Cgroups.Prepare; on cgroup v2 that may move the
+// test process to a leaf of its cgroup, as the local driver's tests do).
+func podCgroups() (*jail.Cgroups, error) {
+	cgs, err := jail.DetectCgroups("/")
+	if err != nil {
+		return nil, fmt.Errorf("pod cgroups: %w", err)
+	}
+	if err := cgs.Prepare(); err != nil {
+		return nil, fmt.Errorf("pod cgroups: %w", err)
+	}
+	return cgs, nil
+}
+
+// newPodCgroup makes the cgroup of the pod with uid, without limits, in
+// every hierarchy the jail makes sandboxes' in and in every one the
+// sidecar reads its use from (Cgroups.Own): on a v1 host with cpuacct
+// mounted apart from cpu, the jail makes none in cpuacct's, where the
+// CPU time is.
+func newPodCgroup(cgs *jail.Cgroups, uid string) (jail.Cgroup, error) {
+	name := "kubetest-" + uid
+	var (
+		cg  jail.Cgroup
+		err error
+	)
+	// A local driver's clean-up may remove the shared parent between its
+	// making and the pod's directory's: try again.
+	for range 3 {
+		if cg, err = cgs.Create(name, jail.Limits{}); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	if err != nil {
+		return jail.Cgroup{}, fmt.Errorf("pod cgroup: %w", err)
+	}
+	for _, own := range cgs.Own().Dirs {
+		dir := filepath.Join(own, podCgroupParent, name)
+		if slices.Contains(cg.Dirs, dir) {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			_ = cg.Remove(context.Background())
+			return jail.Cgroup{}, fmt.Errorf("pod cgroup: %w", err)
+		}
+		cg.Dirs = append(cg.Dirs, dir)
+	}
+	return cg, nil
 }
 
 // procIDs are who a pod's container runs as: -1 for the test's own ids
@@ -534,10 +638,16 @@ func waitTLS(ctx context.Context, addr string, exit <-chan struct{}) error {
 	}
 }
 
-// kill ends the pod's process group and waits for it.
+// kill ends the pod's process group and waits for it, then removes its
+// cgroup, killing whatever of the pod's is left there.
 func (p *podProc) kill() {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.exit
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.cg.Remove(ctx); err != nil {
+		p.logf("kubetest kubelet: pod %s: %v", p.name, err)
+	}
 	os.RemoveAll(p.dir)
 }
 

@@ -3,9 +3,12 @@ package kube_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,14 +19,16 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/google/go-cmp/cmp"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestStatsOnKube: the kube driver reports a sandbox's use, read by its
 // pod's sidecar from the cgroup it runs in (GET /usage): /v1's stats
 // have its memory, and E2B's getMetrics its memory and CPU use, which
 // grows while a command spins. Before, stats answered not_supported
-// and getMetrics 0. (The test kubelet runs each sidecar in the test's
-// own cgroup: the numbers are real, not the pod's alone.)
+// and getMetrics 0. (The test kubelet runs each pod in a cgroup of its
+// own, as root: the numbers are the pod's, TestStatsOwnPod.)
 func TestStatsOnKube(t *testing.T) {
 	e := newEnv(t, kube.Config{})
 	e.start(t)
@@ -191,4 +196,74 @@ func BenchmarkStats(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(reqs.Take()))/float64(b.N), "apireqs/op")
+}
+
+// TestStatsOwnPod: a sandbox's Stats (and so getMetrics' CPU) count its
+// own pod's use alone. Of two sandboxes, one spinning and one idle, the
+// idle one's CPU time grows by less than a fifth of what the busy one's
+// does meanwhile. The test kubelet runs each pod in a cgroup of its own
+// (kubetest.Kubelet), as a container runs; before, every sidecar read
+// the test's cgroups (on this host the root of cpuacct's hierarchy: the
+// whole machine's CPU), and the idle sandbox counted as much CPU as the
+// busy one. The busy pod's cgroup goes with it.
+func TestStatsOwnPod(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("CI") == "" { // CI runs as root
+		t.Skip("the test kubelet gives pods cgroups of their own as root only")
+	}
+	e := newEnv(t, kube.Config{})
+	e.start(t)
+	ctx := context.Background()
+	c := e.client()
+	var busy, idle string
+	for _, id := range []*string{&busy, &idle} {
+		sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Size: api.SizeSmall})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*id = sb.ID
+	}
+	cpu := func(id string) int64 {
+		t.Helper()
+		st, err := e.driver.Stats(ctx, id)
+		if err != nil || st.CPUMicros <= 0 {
+			t.Fatalf("stats of %s: %+v, %v; want the CPU time used", id, st, err)
+		}
+		return st.CPUMicros
+	}
+	pods, err := e.cluster.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelSandbox + "=" + busy})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the busy sandbox's pod: %v, %v", pods, err)
+	}
+	dirs := e.kubelet.CgroupDirs(pods.Items[0].Name)
+	if len(dirs) == 0 {
+		t.Fatalf("the busy sandbox's pod %s has no cgroup of its own", pods.Items[0].Name)
+	}
+
+	busy0, idle0 := cpu(busy), cpu(idle)
+	spin, err := c.StartProcess(ctx, busy, api.ProcessStartRequest{Command: "while :; do :; done", MaxRuntimeSeconds: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = 1_000_000 // µs of the busy loop's
+	waitForLong(t, "a second of the busy sandbox's CPU time", 4*time.Minute, func() bool { return cpu(busy)-busy0 >= want })
+	idleUsed, busyUsed := cpu(idle)-idle0, cpu(busy)-busy0
+	t.Logf("CPU time counted meanwhile: busy %d µs, idle %d µs", busyUsed, idleUsed)
+	if idleUsed*5 > busyUsed {
+		t.Errorf("the idle sandbox counted %d µs of CPU time while the busy one counted %d µs; want under a fifth", idleUsed, busyUsed)
+	}
+	if _, err := c.StopProcess(ctx, busy, spin.ProcessID); err != nil {
+		t.Error(err)
+	}
+
+	if err := c.DeleteSandbox(ctx, busy); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the busy pod's cgroup to go", func() bool {
+		for _, d := range dirs {
+			if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+				return false
+			}
+		}
+		return true
+	})
 }

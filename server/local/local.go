@@ -615,7 +615,10 @@ func (d *Driver) start(p prepared, token, dir string, initArgs ...string) (<-cha
 	if d.spawner != nil {
 		launch = d.spawner.Start
 	}
-	if err := launch(cmd, js, token, listener, st.Cgroup.Add); err != nil {
+	// The jail's clone places it in its cgroup before it runs anything,
+	// no pid written to cgroup.procs (issue 27; jail.Start).
+	js.CgroupDirs = st.Cgroup.Dirs
+	if err := launch(cmd, js, token, listener, nil); err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})

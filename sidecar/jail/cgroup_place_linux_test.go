@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -20,12 +22,14 @@ import (
 // hierarchy (Cgroup.Add), and each such write takes the kernel's global
 // cgroup_threadgroup_rwsem for writing, an RCU grace period when no other
 // writer came within one (cgroup_procs_write_start: pid || threadgroup).
-// The proposed placement moves the forking thread itself into the
+// Session 24's proposal moved the forking thread itself into the
 // sandbox's v1 cgroups ("0" to each tasks file: pid 0, one thread, no
-// global lock), forks there (a cgroup2 hierarchy through clone3's
-// CLONE_INTO_CGROUP, which takes no write lock either), and moves the
+// global lock), forked there (a cgroup2 hierarchy through clone3's
+// CLONE_INTO_CGROUP, which takes no write lock either), and moved the
 // thread back. placeByThread is that design as a prototype for the
-// benchmark and its test; forkJail does not use it (yet).
+// benchmark and its test; it was not built. What forkJail does instead
+// (session 25, cgroup_place_linux.go): the child moves itself, and
+// clone3 places it in the cgroup2 hierarchy.
 
 // placeByThread forks argv[0] on the calling goroutine's locked thread
 // with the child in every directory of cg from its first instruction.
@@ -174,20 +178,27 @@ func mapsEqual(a, b map[string]string) bool {
 
 // BenchmarkCgroupPlacement places one forked child (cat, blocked on its
 // stdin) into a sandbox cgroup in every hierarchy of this host: old, the
-// fork and then Cgroup.Add; thread, placeByThread. Metrics per placement:
-// the pid writes to cgroup.procs (each takes the global write lock) and
-// the forking thread's voluntary context switches during the moves
-// (getrusage RUSAGE_THREAD: a grace period waited for is one or more),
-// and the thread's CPU time and involuntary switches in the placement
-// (fork included).
+// fork and then Cgroup.Add; thread, placeByThread; and with a jail's clone
+// (forkJail, the namespaces of a prepared slot's jail: no new network
+// namespace), jail, forkJail and then Cgroup.Add (the driver until
+// session 25), and self, forkJail placing the child itself
+// (openCgroupPlace included). Metrics per placement: the pid writes to
+// cgroup.procs (each takes the global write lock), the child's own moves
+// ("0" to a tasks file: no threadgroup lock), the forking thread's
+// voluntary context switches during its moves (getrusage RUSAGE_THREAD:
+// a grace period waited for is one or more; self's thread makes none),
+// the thread's CPU time and involuntary switches in the placement (fork
+// included), and the child's CPU time, its cat's included (wait4).
 // The cgroup's creation and removal are untimed.
 func BenchmarkCgroupPlacement(b *testing.B) {
 	c := realCgroups(b)
-	for _, mode := range []string{"old", "thread"} {
+	jailAttr := sysProcAttr(Spec{HostIDBase: testBase})
+	jailAttr.Cloneflags &^= unix.CLONE_NEWNET
+	for _, mode := range []string{"old", "thread", "jail", "self"} {
 		b.Run(mode, func(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			var nvcsw, nivcsw, pidWrites, cpu int64
+			var nvcsw, nivcsw, pidWrites, selfMoves, cpu, childCPU int64
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				cg, err := c.Create(fmt.Sprintf("jailbench.place.%d.%d", os.Getpid(), i), Limits{Pids: 16})
@@ -203,15 +214,27 @@ func BenchmarkCgroupPlacement(b *testing.B) {
 				var ru0, ru1, c0, c1 unix.Rusage
 				_ = unix.Getrusage(unix.RUSAGE_THREAD, &c0)
 				b.StartTimer()
-				if mode == "old" {
-					pid, err = syscall.ForkExec("/bin/cat", []string{"cat"}, attr)
+				switch mode {
+				case "old", "jail":
+					if mode == "old" {
+						pid, err = syscall.ForkExec("/bin/cat", []string{"cat"}, attr)
+					} else {
+						pid, err = forkJail("/bin/cat", []string{"cat"}, nil, "/", []int{int(r.Fd()), 2, 2}, jailAttr, SidecarCaps(false), nil)
+					}
 					if err == nil {
 						_ = unix.Getrusage(unix.RUSAGE_THREAD, &ru0)
 						err = cg.Add(pid)
 						_ = unix.Getrusage(unix.RUSAGE_THREAD, &ru1)
 						pidWrites += int64(len(cg.Dirs))
 					}
-				} else {
+				case "self":
+					var place *cgroupPlace
+					if place, err = openCgroupPlace(cg.Dirs); err == nil {
+						pid, err = forkJail("/bin/cat", []string{"cat"}, nil, "/", []int{int(r.Fd()), 2, 2}, jailAttr, SidecarCaps(false), place)
+						selfMoves += int64(len(place.write))
+						place.close()
+					}
+				default:
 					var stuck bool
 					var moves int64
 					pid, stuck, err = placeByThread(cg, []string{"/bin/cat"}, attr, &moves)
@@ -231,16 +254,216 @@ func BenchmarkCgroupPlacement(b *testing.B) {
 				_ = r.Close()
 				_ = w.Close()
 				var ws unix.WaitStatus
-				_, _ = unix.Wait4(pid, &ws, 0, nil)
+				var cru unix.Rusage
+				_, _ = unix.Wait4(pid, &ws, 0, &cru)
+				childCPU += unix.TimevalToNsec(cru.Utime) + unix.TimevalToNsec(cru.Stime)
 				if err := cg.Remove(context.Background()); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(pidWrites)/float64(b.N), "pid-writes/op")
+			b.ReportMetric(float64(selfMoves)/float64(b.N), "self-moves/op")
+			b.ReportMetric(float64(childCPU)/1e3/float64(b.N), "child-cpu-µs/op")
 			b.ReportMetric(float64(nvcsw)/float64(b.N), "nvcsw/op")
 			b.ReportMetric(float64(cpu)/1e3/float64(b.N), "thread-cpu-µs/op")
 			b.ReportMetric(float64(nivcsw)/float64(b.N), "nivcsw/op")
+		})
+	}
+}
+
+// sandboxCgroups counts the lines of a /proc/PID/cgroup (cgroupPaths)
+// that name the sandbox cgroup name.
+func sandboxCgroups(paths map[string]string, name string) int {
+	n := 0
+	for _, path := range paths {
+		if strings.HasSuffix(path, "/"+cgroupParent+"/"+name) {
+			n++
+		}
+	}
+	return n
+}
+
+// withoutClone3 runs the test with clone3 taken as refused already (off),
+// or refused by the kernel at the clone (refuse: a size it rejects with
+// EINVAL, as a kernel or seccomp filter without it would), and restores
+// both.
+func withoutClone3(t *testing.T, off, refuse bool) {
+	t.Helper()
+	was, size := noClone3.Load(), cloneArgsSize
+	noClone3.Store(off)
+	if refuse {
+		cloneArgsSize = 8
+	}
+	t.Cleanup(func() { noClone3.Store(was); cloneArgsSize = size })
+}
+
+// TestStartOwnedPlaces: a jail's clone (startOwned: asOwner, forkJail)
+// starts the jail in every directory of its cgroup before it runs
+// anything: the binary it executes reads, as its first act, its own
+// /proc/self/cgroup naming the sandbox's cgroup in every hierarchy, and a
+// pids limit of 1 holds from its first fork. None of its descriptors is
+// a cgroup's file (they are close-on-exec). Both ways: clone3 into
+// the cgroup2 directory, and the fallback without clone3 (the child writes
+// "0" to cgroup.procs); the first must not have fallen back.
+func TestStartOwnedPlaces(t *testing.T) {
+	c := realCgroups(t)
+	for i, tt := range []struct {
+		name            string
+		noClone, refuse bool
+	}{
+		{"clone3", false, false},
+		{"without clone3", true, false},
+		{"clone3 refused at the clone", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			withoutClone3(t, tt.noClone, tt.refuse)
+			name := fmt.Sprintf("jailtest.selfplace.%d.%d", os.Getpid(), i)
+			cg, err := c.Create(name, Limits{Pids: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cg.Remove(context.Background()) })
+			spec := Spec{HostIDBase: testBase, CgroupDirs: cg.Dirs}
+			// cat, exec'd directly, reads its cgroups, then blocks on stdin.
+			// /proc/self is the host's procfs, and /proc/self/cgroup shows
+			// the host's paths: a new cgroup namespace would be rooted at the
+			// parent's v1 cgroups and, with CLONE_INTO_CGROUP, the sandbox's
+			// cgroup2 one (Setup's own unshare roots the jail's at its
+			// cgroups in all).
+			const clear = unix.CLONE_NEWPID | unix.CLONE_NEWCGROUP
+			out, pid, finish := startOwnedCmd(t, spec, clear, "/bin/cat", "/proc/self/cgroup", "-")
+			fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range fds {
+				target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+				if err == nil && strings.Contains(target, "/"+cgroupParent+"/"+name) {
+					t.Errorf("the jail holds fd %s: %s", e.Name(), target)
+				}
+			}
+			if err := finish(); err != nil {
+				t.Fatal(err)
+			}
+			paths := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				if parts := strings.SplitN(line, ":", 3); len(parts) == 3 {
+					paths[parts[0]+":"+parts[1]] = parts[2]
+				}
+			}
+			if n := sandboxCgroups(paths, name); n != len(cg.Dirs) {
+				t.Errorf("the jail's first read of /proc/self/cgroup names the sandbox's in %d hierarchies, want %d:\n%s", n, len(cg.Dirs), out.String())
+			}
+
+			// pids.max 1: the shell's fork for true is refused.
+			out, _, finish = startOwnedCmd(t, spec, clear, "/bin/sh", "-c", "/bin/true; echo forked")
+			err = finish()
+			if err == nil || strings.Contains(out.String(), "forked") {
+				t.Errorf("sh forked in a cgroup with pids.max 1: %v, %q", err, out.String())
+			}
+			if want := tt.noClone || tt.refuse; noClone3.Load() != want {
+				t.Errorf("clone3 taken as refused: %v, want %v", noClone3.Load(), want)
+			}
+		})
+	}
+}
+
+// startOwnedCmd starts argv with startOwned as spec's jail, without the
+// clone flags in clear (its stdin a pipe kept open, its stdout and stderr
+// one pipe: files, as Start asks), and returns its output's buffer, its
+// pid, and a finish that closes its stdin and waits for it and its output.
+func startOwnedCmd(t *testing.T, spec Spec, clear uintptr, argv ...string) (*strings.Builder, int, func() error) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	stdinR, stdin, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, outW, outW
+	cmd.SysProcAttr = sysProcAttr(spec)
+	cmd.SysProcAttr.Cloneflags &^= clear
+	err = startOwned(cmd, spec)
+	stdinR.Close()
+	outW.Close()
+	if err != nil {
+		stdin.Close()
+		outR.Close()
+		t.Fatal(err)
+	}
+	out := &strings.Builder{}
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(out, outR)
+		close(done)
+	}()
+	return out, cmd.Process.Pid, func() error {
+		stdin.Close()
+		<-done
+		outR.Close()
+		return cmd.Wait()
+	}
+}
+
+// TestForkJailPlacementFails: a cgroup directory removed before the
+// start fails it before any clone; one removed between the opening of
+// its descriptors and the clone fails the clone (clone3: the cgroup2
+// directory) or the child's first step (a v1 tasks file), with an error
+// that says so, the child reaped and no descriptor left open.
+func TestForkJailPlacementFails(t *testing.T) {
+	c := realCgroups(t)
+	spec := Spec{HostIDBase: testBase}
+	name := fmt.Sprintf("jailtest.placefail.%d", os.Getpid())
+	newCgroup := func(t *testing.T) Cgroup {
+		cg, err := c.Create(name, Limits{Pids: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cg.Remove(context.Background()) })
+		return cg
+	}
+	t.Run("removed before", func(t *testing.T) {
+		cg := newCgroup(t)
+		if err := unix.Rmdir(cg.Dirs[len(cg.Dirs)-1]); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = sysProcAttr(spec)
+		spec := spec
+		spec.CgroupDirs = cg.Dirs
+		err := startOwned(cmd, spec)
+		if err == nil || !strings.Contains(err.Error(), "place jail in cgroup "+cg.Dirs[len(cg.Dirs)-1]) || !errors.Is(err, unix.ENOENT) {
+			t.Errorf("startOwned = %v, want a placement error with ENOENT", err)
+		}
+	})
+	for i := range newCgroup(t).Dirs {
+		t.Run(fmt.Sprintf("dir %d removed after opening", i), func(t *testing.T) {
+			cg := newCgroup(t)
+			before := fdCount(t)
+			place, err := openCgroupPlace(cg.Dirs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Rmdir(cg.Dirs[i]); err != nil {
+				t.Fatal(err)
+			}
+			_, err = forkJail("/bin/true", []string{"true"}, nil, "/", []int{0, 1, 2}, sysProcAttr(spec), SidecarCaps(false), place)
+			place.close()
+			// A dead cgroup: ENODEV from its tasks file, ENOENT from clone3.
+			if err == nil || !strings.HasPrefix(err.Error(), "place jail in cgroup: ") || !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.ENOENT) {
+				t.Errorf("forkJail = %v, want a placement error with ENODEV or ENOENT", err)
+			}
+			var ws unix.WaitStatus
+			if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); !errors.Is(err, unix.ECHILD) {
+				t.Errorf("wait4(-1) = %v, want ECHILD: a child was left", err)
+			}
+			if n := fdCount(t); n != before {
+				t.Errorf("%d descriptors open, %d before", n, before)
+			}
 		})
 	}
 }

@@ -61,18 +61,69 @@ type jailFork struct {
 	drops      []uintptr // capabilities to drop from the bounding set
 	capHdr     unix.CapUserHeader
 	capData    [2]unix.CapUserData
+	// The cgroup (cgroup_place_linux.go): clone3 into cgroup when
+	// clone3 is set, then "0" to each of place.
+	place  []int
+	zero   [1]byte
+	clone3 bool
+	cargs  cloneArgs
+	status childStatus
 }
+
+// cloneArgs is the kernel's struct clone_args up to its cgroup field
+// (CLONE_ARGS_SIZE_VER2, Linux 5.7), as syscall's.
+type cloneArgs struct {
+	flags      uint64
+	pidFD      uint64
+	childTID   uint64
+	parentTID  uint64
+	exitSignal uint64
+	stack      uint64
+	stackSize  uint64
+	tls        uint64
+	setTID     uint64
+	setTIDSize uint64
+	cgroup     uint64
+}
+
+// cloneArgsSize is clone3's size argument; a test makes it one the
+// kernel refuses (EINVAL), as a kernel or filter without clone3 would.
+var cloneArgsSize = unsafe.Sizeof(cloneArgs{})
+
+// childStatus is what a failed child writes to the status pipe: its
+// errno and the step that failed (one write, atomic below PIPE_BUF).
+type childStatus struct {
+	errno syscall.Errno
+	step  uintptr
+}
+
+// The child's steps a failure names.
+const (
+	stepStart  = iota // anything but the one below
+	stepCgroup        // a move into its cgroup (cgroupPlace.write)
+)
 
 // forkJail starts path as a jail's init (see above) with attr, which must
 // be sysProcAttr's for a jail that is not a build, and files as its
 // descriptors 0, 1, 2, ...; keep is the bounding set the child leaves
-// (SidecarCaps). It returns the child's pid. Call it from a locked thread
-// when the thread's ids matter (asOwner): the clone and the id maps are
-// made by the calling thread.
-func forkJail(path string, argv, env []string, dir string, files []int, attr *syscall.SysProcAttr, keep []int) (int, error) {
+// (SidecarCaps). place, when not nil, is the cgroup the child starts in
+// (openCgroupPlace); forkJail may add to it (a fallback's descriptor),
+// and the caller closes it. It returns the child's pid. Call it from a
+// locked thread when the thread's ids matter (asOwner): the clone and the
+// id maps are made by the calling thread.
+func forkJail(path string, argv, env []string, dir string, files []int, attr *syscall.SysProcAttr, keep []int, place *cgroupPlace) (int, error) {
 	a, err := newJailFork(path, argv, env, dir, files, attr, keep)
 	if err != nil {
 		return 0, err
+	}
+	a.zero[0] = '0'
+	if place != nil {
+		a.place = place.write
+		if place.dir >= 0 {
+			a.clone3 = true
+			// clone3 takes the exit signal apart from the flags.
+			a.cargs = cloneArgs{flags: uint64(a.flags&^0xff) | unix.CLONE_INTO_CGROUP, exitSignal: uint64(unix.SIGCHLD), cgroup: uint64(place.dir)}
+		}
 	}
 	uidMap, gidMap := formatIDMap(attr.UidMappings), formatIDMap(attr.GidMappings)
 	setgroups := "deny"
@@ -94,10 +145,26 @@ func forkJail(path string, argv, env []string, dir string, files []int, attr *sy
 	a.errPipe = status[1]
 	pid, errno := forkJailChild(a)
 	forkhook.AfterFork()
+	if errno != 0 && a.clone3 && clone3Refused(errno) {
+		// Once: later jails open cgroup.procs ahead (openCgroupPlace).
+		noClone3.Store(true)
+		if err := place.procsFallback(); err != nil {
+			syscall.ForkLock.Unlock()
+			closeFDs(status[:])
+			closeFDs(a.mapPipe[:])
+			return 0, err
+		}
+		a.place, a.clone3 = place.write, false
+		pid, errno = forkJailChild(a)
+		forkhook.AfterFork()
+	}
 	if errno != 0 {
 		syscall.ForkLock.Unlock()
 		closeFDs(status[:])
 		closeFDs(a.mapPipe[:])
+		if a.clone3 {
+			return 0, fmt.Errorf("place jail in cgroup: clone3: %w", errno)
+		}
 		return 0, &pathError{path, errno}
 	}
 	// The child waits for its id maps (as syscall.forkExec's), then for
@@ -114,10 +181,10 @@ func forkJail(path string, argv, env []string, dir string, files []int, attr *sy
 	syscall.ForkLock.Unlock()
 
 	_ = unix.Close(status[1])
-	var childErr syscall.Errno
+	var child childStatus
 	var n int
 	for {
-		n, err = unix.Read(status[0], unsafe.Slice((*byte)(unsafe.Pointer(&childErr)), unsafe.Sizeof(childErr)))
+		n, err = unix.Read(status[0], unsafe.Slice((*byte)(unsafe.Pointer(&child)), unsafe.Sizeof(child)))
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
@@ -128,8 +195,8 @@ func forkJail(path string, argv, env []string, dir string, files []int, attr *sy
 		return int(pid), nil // the status pipe closed by the execve
 	}
 	switch {
-	case n == int(unsafe.Sizeof(childErr)):
-		err = childErr
+	case n == int(unsafe.Sizeof(child)):
+		err = child.errno
 	case err == nil:
 		err = unix.EPIPE
 	}
@@ -139,6 +206,9 @@ func forkJail(path string, argv, env []string, dir string, files []int, attr *sy
 		if _, werr := unix.Wait4(int(pid), &ws, 0, nil); !errors.Is(werr, unix.EINTR) {
 			break
 		}
+	}
+	if n == int(unsafe.Sizeof(child)) && child.step == stepCgroup {
+		return 0, fmt.Errorf("place jail in cgroup: %w", err)
 	}
 	return 0, &pathError{path, err}
 }
@@ -306,12 +376,25 @@ func forkJailChild(a *jailFork) (pid uintptr, err syscall.Errno) {
 		next int
 	)
 	forkhook.BeforeFork()
-	pid, _, e = syscall.RawSyscall6(unix.SYS_CLONE, a.flags, 0, 0, 0, 0, 0)
+	if a.clone3 {
+		pid, _, e = syscall.RawSyscall(unix.SYS_CLONE3, uintptr(unsafe.Pointer(&a.cargs)), cloneArgsSize, 0)
+	} else {
+		pid, _, e = syscall.RawSyscall6(unix.SYS_CLONE, a.flags, 0, 0, 0, 0, 0)
+	}
 	if e != 0 || pid != 0 {
 		return pid, e
 	}
-	// The child. Its id maps first: until they are written it is nobody.
+	// The child. Into its cgroups first, one thread ("0" to tasks: see
+	// cgroup_place_linux.go), so all it does from here is theirs.
 	pipe = a.errPipe
+	a.status.step = stepCgroup
+	for i = 0; i < len(a.place); i++ {
+		if _, _, e = syscall.RawSyscall(unix.SYS_WRITE, uintptr(a.place[i]), uintptr(unsafe.Pointer(&a.zero[0])), 1); e != 0 {
+			goto fail
+		}
+	}
+	a.status.step = stepStart
+	// Then its id maps: until they are written it is nobody.
 	if _, _, e = syscall.RawSyscall(unix.SYS_CLOSE, uintptr(a.mapPipe[1]), 0, 0); e != 0 {
 		goto fail
 	}
@@ -410,7 +493,8 @@ func forkJailChild(a *jailFork) (pid uintptr, err syscall.Errno) {
 	_, _, e = syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(a.path)),
 		uintptr(unsafe.Pointer(&a.argv[0])), uintptr(unsafe.Pointer(&a.envv[0])))
 fail:
-	_, _, _ = syscall.RawSyscall(unix.SYS_WRITE, uintptr(pipe), uintptr(unsafe.Pointer(&e)), unsafe.Sizeof(e))
+	a.status.errno = e
+	_, _, _ = syscall.RawSyscall(unix.SYS_WRITE, uintptr(pipe), uintptr(unsafe.Pointer(&a.status)), unsafe.Sizeof(a.status))
 	for {
 		_, _, _ = syscall.RawSyscall(unix.SYS_EXIT, 253, 0, 0)
 	}

@@ -51,7 +51,7 @@ ls /proc/self/fd | sort -n | tr '\n' ' '; echo`
 	attr := sysProcAttr(spec)
 	attr.Cloneflags &^= unix.CLONE_NEWPID // /proc/self/stat's pid then is the host's, as the session's
 	pid, err := forkJail("/bin/sh", []string{"sh", "-c", script}, []string{"PATH=/usr/bin:/bin"}, "/",
-		[]int{int(extra.Fd()), int(w.Fd()), 2, int(extra.Fd())}, attr, keep)
+		[]int{int(extra.Fd()), int(w.Fd()), 2, int(extra.Fd())}, attr, keep, nil)
 	w.Close()
 	extra.Close()
 	if err != nil {
@@ -93,7 +93,7 @@ cwd /
 	}
 
 	t.Run("missing binary", func(t *testing.T) {
-		_, err := forkJail("/nonexistent", []string{"x"}, nil, "/", []int{0, 1, 2}, sysProcAttr(spec), keep)
+		_, err := forkJail("/nonexistent", []string{"x"}, nil, "/", []int{0, 1, 2}, sysProcAttr(spec), keep, nil)
 		if !errors.Is(err, unix.ENOENT) {
 			t.Errorf("forkJail = %v, want ENOENT", err)
 		}
@@ -101,7 +101,7 @@ cwd /
 	t.Run("refused id map", func(t *testing.T) {
 		bad := sysProcAttr(spec)
 		bad.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: base, Size: 0}}
-		_, err := forkJail("/bin/true", []string{"true"}, nil, "/", []int{0, 1, 2}, bad, keep)
+		_, err := forkJail("/bin/true", []string{"true"}, nil, "/", []int{0, 1, 2}, bad, keep, nil)
 		if !errors.Is(err, unix.EINVAL) {
 			t.Errorf("forkJail = %v, want EINVAL", err)
 		}
@@ -109,7 +109,7 @@ cwd /
 	t.Run("more than a jail's attr", func(t *testing.T) {
 		more := sysProcAttr(spec)
 		more.Pdeathsig = syscall.SIGKILL
-		if _, err := forkJail("/bin/true", []string{"true"}, nil, "/", []int{0, 1, 2}, more, keep); err == nil {
+		if _, err := forkJail("/bin/true", []string{"true"}, nil, "/", []int{0, 1, 2}, more, keep, nil); err == nil {
 			t.Error("forkJail took a Pdeathsig it does not set")
 		}
 	})

@@ -32,15 +32,28 @@ import (
 // raised back after the euid change cleared them. No process is added.
 //
 // A jail that is not a build starts with forkJail (startForked), so its
-// init starts with its final bounding set; a build's keeps os/exec's
-// clone (its parent-death signal), and its init drops its own (Lockdown).
+// init starts with its final bounding set, and, when not nested, in its
+// cgroup (spec.CgroupDirs; the descriptors opened here, as root, see
+// cgroup_place_linux.go); a build's keeps os/exec's clone (its
+// parent-death signal), and its init drops its own (Lockdown).
 func startOwned(cmd *exec.Cmd, spec Spec) error {
-	start := func() error { return startForked(cmd, spec) }
+	if spec.Nested() {
+		if spec.Build != nil {
+			return cmd.Start()
+		}
+		return startForked(cmd, spec, nil)
+	}
+	var place *cgroupPlace
+	if len(spec.CgroupDirs) > 0 && placesItself(spec) {
+		var err error
+		if place, err = openCgroupPlace(spec.CgroupDirs); err != nil {
+			return err
+		}
+		defer place.close()
+	}
+	start := func() error { return startForked(cmd, spec, place) }
 	if spec.Build != nil {
 		start = cmd.Start
-	}
-	if spec.Nested() {
-		return start()
 	}
 	owned := func() error {
 		return asOwner(spec, start, func() {
@@ -54,10 +67,10 @@ func startOwned(cmd *exec.Cmd, spec Spec) error {
 	return owned()
 }
 
-// startForked starts cmd (a jail's init, not a build's) with forkJail and
-// sets cmd.Process, as a Spawner's launch does; cmd's standard streams
-// must be files or nil.
-func startForked(cmd *exec.Cmd, spec Spec) error {
+// startForked starts cmd (a jail's init, not a build's) with forkJail, in
+// place's cgroup unless place is nil, and sets cmd.Process, as a
+// Spawner's launch does; cmd's standard streams must be files or nil.
+func startForked(cmd *exec.Cmd, spec Spec, place *cgroupPlace) error {
 	devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("start jail: %w", err)
@@ -67,7 +80,7 @@ func startForked(cmd *exec.Cmd, spec Spec) error {
 	if err != nil {
 		return err
 	}
-	pid, err := forkJail(cmd.Path, cmd.Args, cmd.Env, cmd.Dir, fds, cmd.SysProcAttr, SidecarCaps(spec.Nested()))
+	pid, err := forkJail(cmd.Path, cmd.Args, cmd.Env, cmd.Dir, fds, cmd.SysProcAttr, SidecarCaps(spec.Nested()), place)
 	runtime.KeepAlive(cmd)
 	if err != nil {
 		return err

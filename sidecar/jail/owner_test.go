@@ -1,7 +1,6 @@
 package jail
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,30 +26,9 @@ func TestStartOwned(t *testing.T) {
 		t.Skip("mapping a host id range needs root")
 	}
 	spec := Spec{HostIDBase: testBase}
-	cmd := exec.Command("/bin/sh", "-c", "read x; cat /proc/self/uid_map /proc/self/gid_map; id -u; id -g")
-	// Files, as Start asks: a jail's clone (forkJail) takes descriptors.
-	stdinR, stdin, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, outW, outW
-	cmd.SysProcAttr = sysProcAttr(spec)
-	err = startOwned(cmd, spec)
-	stdinR.Close()
-	outW.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner, err := nsOwner(cmd.Process.Pid)
-	stdin.Close()
-	var out bytes.Buffer
-	_, _ = out.ReadFrom(outR)
-	outR.Close()
-	if werr := cmd.Wait(); werr != nil {
+	out, pid, finish := startOwnedCmd(t, spec, 0, "/bin/sh", "-c", "read x; cat /proc/self/uid_map /proc/self/gid_map; id -u; id -g")
+	owner, err := nsOwner(pid)
+	if werr := finish(); werr != nil {
 		t.Fatalf("%v: %s", werr, out.String())
 	}
 	if err != nil || owner != testBase {

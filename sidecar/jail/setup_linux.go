@@ -42,8 +42,9 @@ func Setup(l Launch) error {
 	// hardened host's 077 made /dev 0700, closed to the sandbox's user,
 	// and its commands' files private.
 	unix.Umask(0o022)
-	// The driver has placed init in the sandbox's cgroups by now; a fresh
-	// cgroup namespace rooted there hides the host's cgroup paths.
+	// Init is in the sandbox's cgroups by now (its clone placed it, or
+	// Start moved it); a fresh cgroup namespace rooted there hides the
+	// host's cgroup paths (the clone's own is rooted at the caller's).
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 		return fmt.Errorf("enter cgroup namespace: %w", err)
 	}

@@ -75,6 +75,10 @@ type spawnRequest struct {
 	// NetNS: the last descriptor is Spec.NetNS, which the helper enters
 	// to clone the jail there (inNetNS); it is not the jail's.
 	NetNS bool `json:"netns,omitempty"`
+	// Cgroup is Spec.CgroupDirs, the cgroup the helper's clone places the
+	// jail in: the helper opens them itself (it sees /sys whole, and runs
+	// as root), sparing the caller the opens and the descriptors' passage.
+	Cgroup []string `json:"cgroup,omitempty"`
 }
 
 type spawnReply struct {
@@ -126,7 +130,7 @@ func (s *Spawner) isClosed() bool {
 
 // launch has the helper clone cmd's jail and sets cmd.Process.
 func (s *Spawner) launch(cmd *exec.Cmd, spec Spec) error {
-	req, err := encodeBounded(spawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Spec: spec, NetNS: spec.NetNS != nil}, maxSpawnRequest, "spawn request")
+	req, err := encodeBounded(spawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Spec: spec, NetNS: spec.NetNS != nil, Cgroup: spec.CgroupDirs}, maxSpawnRequest, "spawn request")
 	if err != nil {
 		return err
 	}
@@ -422,10 +426,19 @@ func spawnJail(req spawnRequest, fds []int, netns int) (int, error) {
 	attr := sysProcAttr(spec)
 	// The caller's child, not ours (see Spawner).
 	attr.Cloneflags |= unix.CLONE_PARENT
+	var place *cgroupPlace
+	if len(req.Cgroup) > 0 {
+		// As root, before asOwner (cgroup_place_linux.go).
+		var err error
+		if place, err = openCgroupPlace(req.Cgroup); err != nil {
+			return 0, err
+		}
+		defer place.close()
+	}
 	var pid int
 	owned := func() error {
 		return asOwner(spec, func() (err error) {
-			pid, err = forkJail(req.Path, req.Args, req.Env, req.Dir, fds, attr, SidecarCaps(false))
+			pid, err = forkJail(req.Path, req.Args, req.Env, req.Dir, fds, attr, SidecarCaps(false), place)
 			return err
 		}, func() { _ = unix.Kill(pid, unix.SIGKILL) })
 	}

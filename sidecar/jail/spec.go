@@ -112,6 +112,13 @@ type Spec struct {
 	// once Start returns, whatever the outcome. Never a build's or a
 	// nested jail's; never serialised (the jail's init has no use for it).
 	NetNS *os.File `json:"-"`
+
+	// CgroupDirs, when set, are the directories of the cgroup the jail
+	// starts in (Cgroup.Dirs, made by Cgroups.Create): its clone places it
+	// there before it runs anything (see Start). Never serialised with the
+	// spec (a Spawner's request carries them apart; init has no use for
+	// them).
+	CgroupDirs []string `json:"-"`
 }
 
 // Nested reports whether the sandbox user must live in a nested user

@@ -56,9 +56,14 @@ var minimalEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 // the writable host directories are idmapped mounts through it, so what
 // they hold on disk is owned by the ids the sandbox sees (see idmapData).
 //
+// With spec.CgroupDirs, the jail starts in that cgroup: its clone places
+// it there before it runs anything (cgroup_place_linux.go), or, for a
+// build or a nested jail, it is moved there (Cgroup.Add) before its launch
+// document. A placement that fails fails the start.
+//
 // When started is not nil it runs with the new pid before init is handed
-// its launch document, so nothing inside the jail has run yet: the place to
-// move the process into its cgroups. If started fails, Start kills and
+// its launch document, so nothing inside the jail has run yet (beyond its
+// clone's own steps). If started fails, Start kills and
 // reaps the jail and returns the error. Init exits, failing closed, if the
 // caller dies before handing the document over.
 //
@@ -127,6 +132,9 @@ func start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started fu
 		return err
 	}
 	err = idmapData(cmd.Process.Pid, mounts)
+	if err == nil && len(spec.CgroupDirs) > 0 && !placesItself(spec) {
+		err = Cgroup{Dirs: spec.CgroupDirs}.Add(cmd.Process.Pid)
+	}
 	if err == nil && started != nil {
 		err = started(cmd.Process.Pid)
 	}

@@ -117,15 +117,24 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 	case res.ExitCode == 0:
 		return res.Stdout, release, nil
 	}
-	return "", release, scriptError(op, what, res.ExitCode, strings.TrimSpace(res.Stderr))
+	return "", release, scriptError(op, what, res.ExitCode, res.Stderr)
 }
 
 // scriptError is the Connect error of a file script that exited with
-// code, having written msg. A path through a file ("Not a directory", or
-// mkdir -p's "File exists" for a parent that is a file) is
+// code, having written stderr. A path through a file ("Not a directory",
+// or mkdir -p's "File exists" for a parent that is a file) is
 // invalid_argument, and a read-only filesystem permission_denied, as a
-// permission error is: both were internal errors.
-func scriptError(op, what string, code int, msg string) error {
+// permission error is: both were internal errors. A path that is not a
+// directory has envd's messages: ListDir names the path its symlinks lead
+// to (the list script wrote it), MakeDir the path as asked.
+func scriptError(op, what string, code int, stderr string) error {
+	msg := strings.TrimSpace(stderr)
+	switch {
+	case code == exitNotDir && op == "ls":
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path is not a directory: %s", asAsked(what, fromWorkspace(stderr))))
+	case code == exitNotDir:
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path already exists but it is not a directory: %s", what))
+	}
 	switch code {
 	case exitNotFound:
 		return connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' does not exist", what))
@@ -133,8 +142,6 @@ func scriptError(op, what string, code int, msg string) error {
 		return connect.NewError(connect.CodeNotFound, fmt.Errorf("%w: %s", errGoneAfter, msg))
 	case exitExists:
 		return connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", what))
-	case exitNotDir:
-		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path '%s' is not a directory", what))
 	}
 	switch {
 	case strings.Contains(msg, "Permission denied"), strings.Contains(msg, "Read-only file system"):
@@ -219,7 +226,7 @@ const (
 		`printf '%s\n' "$e" >&2` + "\n" +
 		`case $e in *': No such file or directory') exit 2 ;; esac` + "\n" +
 		`exit "$s"`
-	listScript = existsCheck + `[ -d "$1" ] || { echo "not a directory: $1" >&2; exit 20; }` + "\n" +
+	listScript = existsCheck + notDirCheck +
 		`{ e=$(LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
 		`{ printf '` + linkMark + `\0'; LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -type l -exec sh -c '` + linkLoop + `' sh {} +; } 2>/dev/null` + "\n" +
 		listVanished
@@ -234,6 +241,16 @@ const (
 	// there is already removed, so remove succeeds (rm -f), as E2B's does.
 	rmScript = `rm -rf -- "$1"`
 )
+
+// notDirCheck ends the list script when $1 is not a directory: envd's
+// ListDir resolves the path's symlinks first and answers invalid_argument
+// "path is not a directory: <resolved path>" (dir.go, checkIfDirectory),
+// so the script writes that path to stderr, as linkLoop writes one (in the
+// workspace "./…"), and exits exitNotDir; a symlink that leads nowhere is
+// not found, as envd's symlink resolution answers it.
+const notDirCheck = `[ -d "$1" ] || { r=$(realpath -e -- "$1" 2>/dev/null && echo .); r=${r%??}; ` +
+	`[ -n "$r" ] || { echo "no such file or directory: $1" >&2; exit 2; }; ` +
+	`w=$(pwd -P); case $r in "$w") r=. ;; "$w"/*) r=".${r#"$w"}" ;; esac; printf '%s' "$r" >&2; exit 20; }` + "\n"
 
 // movedAway ends the move script when find could not describe the
 // destination: removed (or moved on) by another process right after the
