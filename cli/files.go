@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 
 	"github.com/boxkite/boxkite/client"
@@ -50,9 +51,12 @@ func newFilesLsCmd(app *App) *cobra.Command {
   boxkite files ls -s build --from-storage`,
 		Short: "List a directory of the sandbox (default: the workspace)",
 		Long: `List a directory of the sandbox (default: the workspace). A PATH that
-is not there is not found (exit 3); an empty directory prints nothing and
-says so on stderr. --json prints the API's answer: an empty list for an
-empty directory, the not_found error for a missing one.`,
+is a file prints that file's own entry, as ls(1) does; one that is not
+there is not found (exit 3); an empty directory prints nothing and says so
+on stderr. --json prints the API's answer: an empty list for an empty
+directory, the not_found error for a missing one, and for a file the list
+of its one entry (the API refuses ls of a file with not_a_directory; the
+CLI finds the entry in the listing of the file's directory).`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.wantJSON(cmd)
@@ -78,6 +82,9 @@ empty directory, the not_found error for a missing one.`,
 				res, err = storedLs(cmd.Context(), c, sb.ID, req.Path)
 			} else {
 				res, err = c.Ls(cmd.Context(), sb.ID, req)
+				if notADirectory(err) {
+					res, err = lsFile(cmd.Context(), c, sb.ID, req.Path)
+				}
 			}
 			if storedRefusal(err) {
 				return err // says the path itself
@@ -107,6 +114,34 @@ empty directory, the not_found error for a missing one.`,
 	out.register(cmd, api.LsResult{})
 	pageable(cmd)
 	return cmd
+}
+
+// lsFile lists the file p as ls(1) does: its own entry, which it finds
+// in the listing of p's directory (the API lists directories only). A
+// file gone in between is not found, as a missing path is.
+func lsFile(ctx context.Context, c *client.Client, id, p string) (*api.LsResult, error) {
+	v := sandboxPath(p)
+	res, err := c.Ls(ctx, id, api.LsRequest{Path: path.Dir(v)})
+	if err != nil && !pathNotFound(err) {
+		return nil, err
+	}
+	if err == nil {
+		// By name: entries are named by the directory's real path, which
+		// differs from v's through a symlink or an alias (/outputs).
+		for _, e := range res.Entries {
+			if path.Base(e.Path) == path.Base(v) && !e.IsDir {
+				return &api.LsResult{Entries: []api.LsEntry{e}}, nil
+			}
+		}
+	}
+	return nil, &notFoundError{err: fmt.Errorf("%s not found in sandbox %s", v, id), hint: pathHint}
+}
+
+// notADirectory reports whether err is the sidecar's refusal to list a
+// file.
+func notADirectory(err error) bool {
+	e, ok := errors.AsType[*api.Error](err)
+	return ok && e.Code == api.CodeNotADirectory
 }
 
 // storedLs lists the sandbox's files in object storage under dir (a

@@ -88,14 +88,14 @@ func isSandboxRoot(p string) bool {
 
 // remoteStat says whether p exists in the sandbox and is a directory. It
 // lists p's parent, which also says whether p is a directory; a missing
-// parent means p is missing too.
+// parent, or one that is a file, means p is missing too.
 func remoteStat(ctx context.Context, c *client.Client, id, p string) (exists, isDir bool, err error) {
 	v := sandboxPath(p)
 	if isSandboxRoot(v) {
 		return true, true, nil
 	}
 	res, err := c.Ls(ctx, id, api.LsRequest{Path: path.Dir(v)})
-	if pathNotFound(err) {
+	if pathNotFound(err) || notADirectory(err) {
 		return false, false, nil
 	}
 	if err != nil {

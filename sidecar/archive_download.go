@@ -32,8 +32,7 @@ func (h *Handler) getArchive(w http.ResponseWriter, r *http.Request) error {
 	case !t.exists:
 		return errDirNotFound(p)
 	case !t.isDir():
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", p).
-			WithHint("download a file with GET /files/raw")
+		return notDirectory(p, "download a file with GET /files/raw")
 	}
 	gz := r.URL.Query().Get("gzip")
 	zipped := gz == "1" || gz == "true"

@@ -309,12 +309,7 @@ func (h *Handler) ls(w http.ResponseWriter, r *http.Request) error {
 	case !t.exists:
 		return errDirNotFound(req.Path)
 	case !t.isDir():
-		var st unix.Stat_t
-		if err := v.user.do(func() error { return unix.Fstatat(t.cur.dir(), t.name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-			return fileError(err, "read", req.Path)
-		}
-		out.Entries = append(out.Entries, lsEntry(t.virt(), statInfo{t.name, st}))
-		return writeJSON(w, http.StatusOK, out)
+		return errLsFile(req.Path)
 	}
 	err = v.user.do(func() error {
 		des, err := readDir(t.cur.dir())

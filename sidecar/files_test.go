@@ -417,7 +417,6 @@ func TestLs(t *testing.T) {
 		// Planted links out of the roots (root, up, etc, outside, secret, sub/...) and dangling or looping ones are skipped.
 		{"/", []string{"/workspace/empty/", "/workspace/file", "/workspace/rel/", "/workspace/sub/", "/workspace/sub2/", "/workspace/toskills/", "/workspace/totmp/"}},
 		{"sub", []string{"/workspace/sub/deep/", "/workspace/sub/fileref", "/workspace/sub/in/"}},
-		{"sub/deep/f.txt", []string{"/workspace/sub/deep/f.txt"}},
 		{"/mnt", []string{"/mnt/skills/", "/mnt/user-data/"}},
 		{"/mnt/user-data", []string{"/mnt/user-data/outputs/", "/mnt/user-data/uploads/"}},
 		{"/uploads", []string{"/mnt/user-data/uploads/in.txt"}},
@@ -443,6 +442,16 @@ func TestLs(t *testing.T) {
 		wantError(t, "ls "+p, st, b, http.StatusNotFound, "Directory not found: "+p)
 		if e := decodeError(t, b); e.Code != api.CodeNotFound || e.Hint == "" {
 			t.Errorf("ls %s: code %q hint %q, want %q with a hint", p, e.Code, e.Hint, api.CodeNotFound)
+		}
+	}
+	// A file is not a directory: ls refuses it, as it refuses a missing
+	// path, so a caller tells a file from a directory holding one entry.
+	// Through a symlink (sub/fileref -> ../file) too.
+	for _, p := range []string{"sub/deep/f.txt", "/workspace/file", "sub/fileref"} {
+		st, b := fs.post(t, "/ls", api.LsRequest{Path: p})
+		wantError(t, "ls "+p, st, b, http.StatusBadRequest, "Not a directory: "+p)
+		if e := decodeError(t, b); e.Code != api.CodeNotADirectory || !strings.Contains(e.Hint, "files view") {
+			t.Errorf("ls %s: code %q hint %q, want %q with a hint naming files view", p, e.Code, e.Hint, api.CodeNotADirectory)
 		}
 	}
 }

@@ -38,7 +38,19 @@ func errNotRegular(p string) *api.Error {
 		WithHint("the file routes read and write regular files only, not FIFOs, sockets or devices; use exec for those")
 }
 
+// errNotDirectory refuses a file where a directory is worked on.
 func errNotDirectory(p string) *api.Error {
-	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", p).
-		WithHint("name a directory; read a file with GET /files/raw")
+	return notDirectory(p, "name a directory; read a file with GET /files/raw")
+}
+
+// errLsFile refuses ls of a file: ls lists directories, and the refusal
+// tells a file from a directory as the 404 tells a missing path from an
+// empty directory. The CLI's files ls prints the file's own entry, as
+// ls(1) does (it finds it in the listing of the file's directory).
+func errLsFile(p string) *api.Error {
+	return notDirectory(p, "ls lists a directory; read a file with 'boxkite files view PATH', or list the directory it is in")
+}
+
+func notDirectory(p, hint string) *api.Error {
+	return api.Errorf(http.StatusBadRequest, api.CodeNotADirectory, "Not a directory: %s", p).WithHint(hint)
 }

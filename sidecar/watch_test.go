@@ -145,6 +145,9 @@ func TestWatch(t *testing.T) {
 	}
 	st, b := fs.post(t, "/watch", api.WatchRequest{Path: "file"})
 	wantError(t, "watch of a file", st, b, 400, "Not a directory: file")
+	if e := decodeError(t, b); e.Code != api.CodeNotADirectory {
+		t.Errorf("watch of a file: code %q, want %q", e.Code, api.CodeNotADirectory)
+	}
 	st, b = fs.post(t, "/watch", api.WatchRequest{Path: "nope"})
 	wantError(t, "watch of nothing", st, b, 404, "Directory not found: nope")
 	// A tiny timeout is honoured (as MinWatchSeconds, TestWatchTimeout):

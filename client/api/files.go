@@ -8,6 +8,11 @@ import "time"
 // command in the sandbox could.
 const CodePermissionDenied = "permission_denied"
 
+// CodeNotADirectory (400): a route that works on a directory (ls, watch,
+// an archive's download or its destination, a directory to create) was
+// given a path that is a file.
+const CodeNotADirectory = "not_a_directory"
+
 // Limits of the file routes (reference §2.3).
 const (
 	MaxFileContent      = 10 << 20  // bytes of FileCreateRequest.Content, StrReplaceRequest strings and a file str-replace edits
@@ -94,7 +99,9 @@ type PresentFilesResult struct {
 	CopyOperations []string        `json:"copy_operations"`
 }
 
-// LsRequest is the body of /ls; Path defaults to "/" (the workspace).
+// LsRequest is the body of /ls; Path defaults to "/" (the workspace) and
+// names a directory: a file is refused (400 not_a_directory), a missing
+// path is not found (404 not_found).
 type LsRequest struct {
 	Path string `json:"path,omitempty"`
 }
@@ -108,7 +115,8 @@ type LsEntry struct {
 	ModifiedAt time.Time `json:"modified_at"`
 }
 
-// LsResult answers /ls, entries sorted by path; a missing path lists nothing.
+// LsResult answers /ls: the directory's entries sorted by path, an empty
+// list for an empty directory.
 type LsResult struct {
 	Entries []LsEntry `json:"entries"`
 }

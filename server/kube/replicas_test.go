@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/http"
 	"os"
@@ -26,19 +27,38 @@ import (
 // the pod's teardown, before the row is written) and finishes that removal
 // itself. The first's DELETE still answers 204, the pod is gone, and a
 // second DELETE on either control plane is the reference's 404.
+//
+// The second's removal waits for the lifecycle lease the first holds
+// while it waits for that start: the test ends the lease in the database
+// when the wait begins, as its 30 s running out would (the removal's
+// wait, a minute, made the test take 90 s).
 func TestDeleteFinishedByStartingReplica(t *testing.T) {
 	dsn := servertest.PostgresDSN(t)
 	if dsn == "" {
 		t.Skip(servertest.PostgresEnv + " is not set")
 	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	var (
 		fired   atomic.Bool
+		ended   atomic.Bool
 		starter atomic.Pointer[server.Server]
 		initErr = make(chan error, 1)
 	)
 	a := newEnv(t, kube.Config{})
 	a.dsn = dsn
 	b := &env{cluster: a.cluster, ns: a.ns, kubelet: a.kubelet, dsn: dsn, key: a.key, cfg: a.cfg}
+	b.srvCfg.LockWaitForTests = func(id string) {
+		// The second waits for the first's lease: it runs out.
+		if fired.Load() && ended.CompareAndSwap(false, true) {
+			if _, err := db.ExecContext(context.Background(), `UPDATE sandboxes SET lifecycle_until = 0 WHERE id = $1`, id); err != nil {
+				t.Errorf("end the first control plane's lease: %v", err)
+			}
+		}
+	}
 	a.srvCfg.AfterTeardownForTests = func(string) {
 		// The first teardown (the DELETE's, on the first control plane):
 		// the second starts at this instant, before the row is written.
@@ -64,6 +84,9 @@ func TestDeleteFinishedByStartingReplica(t *testing.T) {
 	err = a.client().DeleteSandbox(ctx, sb.ID)
 	if !fired.Load() {
 		t.Fatal("the second control plane did not start during the delete")
+	}
+	if !ended.Load() {
+		t.Error("the second control plane's start did not wait for the first's lease")
 	}
 	if ierr := <-initErr; ierr != nil {
 		t.Fatalf("the second control plane's start: %v", ierr)

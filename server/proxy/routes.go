@@ -159,7 +159,7 @@ var docs = map[string]httpx.RouteDoc{
 	"POST /files":                   {Summary: "Write a text file, on disk before the answer; 403 permission_denied when the sandbox user (uid 1001) may not write it, 507 insufficient_storage when the disk is full (docs/files.md)", Request: api.FileCreateRequest{}, Response: api.FileCreateResult{}},
 	"POST /files/view":              {Summary: "Read a file with line numbers, or list a directory; 403 permission_denied when the sandbox user may not read it", Request: api.ViewRequest{}, Response: api.ViewResult{}},
 	"POST /files/str-replace":       {Summary: "Replace a unique string in a file; 403 permission_denied when the sandbox user may not write it, 507 insufficient_storage when the disk is full", Request: api.StrReplaceRequest{}, Response: api.StrReplaceResult{}},
-	"POST /files/ls":                {Summary: "List a directory (a file lists itself); 404 not_found when it does not exist", Request: api.LsRequest{}, Response: api.LsResult{}},
+	"POST /files/ls":                {Summary: "List a directory; 404 not_found when it does not exist, 400 not_a_directory when it is a file (docs/files.md)", Request: api.LsRequest{}, Response: api.LsResult{}},
 	"POST /files/glob":              {Summary: "Find files by glob pattern", Request: api.GlobRequest{}, Response: api.GlobResult{}},
 	"POST /files/grep":              {Summary: "Search file contents", Request: api.GrepRequest{}, Response: api.GrepResult{}},
 	"POST /files/watch":             {Summary: "Wait for file changes under a path", Request: api.WatchRequest{}, Response: api.WatchResult{}},

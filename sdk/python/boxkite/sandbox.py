@@ -90,6 +90,8 @@ class Files:
         return self._sb._post("/files/str-replace", {"path": path, "old_str": old_str, "new_str": new_str, "replace_all": replace_all})
 
     def ls(self, path: Optional[str] = None) -> List[dict]:
+        """A directory's entries (default: the workspace). A file is refused
+        (``not_a_directory``), a missing path is ``not_found``."""
         return (self._sb._post("/files/ls", {"path": path}) or {}).get("entries") or []
 
     def glob(self, pattern: str, path: Optional[str] = None) -> dict:

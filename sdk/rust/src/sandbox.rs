@@ -434,7 +434,8 @@ impl Files<'_> {
         self.sb.post("/files/str-replace", json!({ "path": path, "old_str": old_str, "new_str": new_str }))
     }
 
-    /// A directory's entries.
+    /// A directory's entries. A file is refused (`not_a_directory`), a
+    /// missing path is `not_found`.
     pub fn ls(&self, path: &str) -> Result<Vec<Value>> {
         let v = self.sb.post("/files/ls", json!({ "path": path }))?;
         Ok(v.get("entries").and_then(|e| e.as_array()).cloned().unwrap_or_default())

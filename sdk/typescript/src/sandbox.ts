@@ -138,6 +138,7 @@ export class Files {
     return this.sb.post("/files/str-replace", { path, old_str: oldStr, new_str: newStr, replace_all: replaceAll });
   }
 
+  /** A directory's entries (default: the workspace). A file is refused (`not_a_directory`), a missing path is `not_found`. */
   async ls(path?: string): Promise<LsEntry[]> {
     return (await this.sb.post<{ entries?: LsEntry[] }>("/files/ls", { path })).entries ?? [];
   }

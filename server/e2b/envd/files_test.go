@@ -137,3 +137,58 @@ func TestScriptErrorThroughAFile(t *testing.T) {
 		t.Errorf("read-only filesystem: %v, want permission_denied", readOnly)
 	}
 }
+
+// TestListDirOfAFile: ListDir of a path that is not a directory answers
+// as envd's does (filesystem/dir.go: followSymlink, then
+// checkIfDirectory): invalid_argument "path is not a directory: P", P the
+// path with its symlinks resolved and named as the caller named the path
+// (under /home/user when asked there); a symlink that leads nowhere is
+// not_found. It answered "path 'P' is not a directory", naming the path
+// as asked, and a dangling symlink invalid_argument.
+func TestListDirOfAFile(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "sub", "f.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, to := range map[string]string{"lf": "sub/f.txt", "dangling": "nowhere"} {
+		if err := os.Symlink(to, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		path     string // as the caller names it (absPath's input)
+		wantCode connect.Code
+		wantMsg  string
+	}{
+		{"sub/f.txt", connect.CodeInvalidArgument, "path is not a directory: /home/user/sub/f.txt"},
+		{"/home/user/lf", connect.CodeInvalidArgument, "path is not a directory: /home/user/sub/f.txt"},
+		{"/workspace/lf", connect.CodeInvalidArgument, "path is not a directory: /workspace/sub/f.txt"},
+		{"/workspace/sub/../sub/f.txt", connect.CodeInvalidArgument, "path is not a directory: /workspace/sub/f.txt"},
+		{"dangling", connect.CodeNotFound, ""},
+		{"nope", connect.CodeNotFound, ""},
+	}
+	for _, tt := range tests {
+		p := absPath(tt.path)
+		cmd := exec.Command("/bin/sh", "-c", "set -- "+shellQuote(inWorkspace(inSandbox(p)))+" 1\n"+listScript)
+		cmd.Dir = ws
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		exit := new(exec.ExitError)
+		if !errors.As(err, &exit) {
+			t.Fatalf("ls %s: %v, want a failure", tt.path, err)
+		}
+		got := scriptError("ls", p, exit.ExitCode(), stderr.String())
+		if connect.CodeOf(got) != tt.wantCode {
+			t.Errorf("ls %s: %v, want %v", tt.path, got, tt.wantCode)
+		}
+		var ce *connect.Error
+		if tt.wantMsg != "" && (!errors.As(got, &ce) || ce.Message() != tt.wantMsg) {
+			t.Errorf("ls %s: message %v, want %q", tt.path, got, tt.wantMsg)
+		}
+	}
+}

@@ -166,7 +166,7 @@ func errorCodes() []string {
 		api.CodeGlobalCapacityReached, api.CodeConcurrentSandboxLimit, api.CodeMonthlyUsageLimit,
 		api.CodeSandboxSizeLimitReached, api.CodeSandboxStorageLimitReached,
 		api.CodeCommandNotAllowed, api.CodeTooManyRules, api.CodePatternTooLong, api.CodeInvalidPattern, api.CodeInvalidRules,
-		api.CodeTakeoverNotPermitted, api.CodePermissionDenied, api.CodeMCPConnectionLabelTaken,
+		api.CodeTakeoverNotPermitted, api.CodePermissionDenied, api.CodeNotADirectory, api.CodeMCPConnectionLabelTaken,
 		api.CodeUnsafeWebhookURL, api.CodeWebhookLimitReached,
 		api.CodeStorageUnavailable, api.CodeStorageFailed,
 		api.CodeAlreadyMember, api.CodeLastOwner, api.CodeInviteUsed, api.CodeInviteExpired, api.CodeEmailMismatch,
