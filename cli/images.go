@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client"
@@ -29,12 +31,39 @@ an image's id, a unique prefix of it, or its label.`,
 	})
 	ids := completeImages(app)
 	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app),
-		withArgs(withExample(newGetCmd(app, "image", byRef(imageID, (*client.Client).GetImage)),
+		withArgs(withExample(newDetailCmd(app, "image", "Show one image"+refsNote, byRef(imageID, (*client.Client).GetImage), writeImageDetail),
 			"  boxkite images get data\n  boxkite images get data --jq .status"), ids),
 		withArgs(newImagesLogsCmd(app), ids), withArgs(newImagesAuditCmd(app), ids),
 		withArgs(withExample(newRmCmd(app, "image", "Remove an image no sandbox boots from", true, rmByRef(imageID, (*client.Client).DeleteImage)),
 			"  boxkite images rm data\n  boxkite images rm data --yes"), ids))
 	return cmd
+}
+
+// writeImageDetail is `images get`'s text view of im: what it is, what a
+// build asked for, and why a failed one failed, with its hint.
+func writeImageDetail(w io.Writer, im *api.Image, now time.Time) error {
+	tw := newTable(w)
+	tw.Detail("id", im.ID)
+	tw.Detail("status", im.Status)
+	tw.Detail("label", im.Label)
+	tw.Detail("source", im.Source)
+	if s := im.Spec; s != nil {
+		tw.Detail("base", cmp.Or(s.Base, "boxkite-default")) // the host's system, as build says
+		tw.Detail("apt packages", strings.Join(s.AptPackages, " "))
+		tw.Detail("python packages", strings.Join(s.PythonPackages, " "))
+		tw.Detail("npm packages", strings.Join(s.NPMPackages, " "))
+	}
+	if im.SizeBytes > 0 {
+		tw.Detail("size", humanBytes(im.SizeBytes))
+	}
+	tw.Detail("created", stamp(im.CreatedAt, now, " ago"))
+	if im.CompletedAt != nil {
+		tw.Detail("completed", stamp(*im.CompletedAt, now, " ago"))
+	}
+	tw.Detail("failure", im.FailureReason)
+	tw.Detail("code", im.FailureCode)
+	tw.Detail("hint", im.FailureHint)
+	return tw.Flush()
 }
 
 func newImagesBuildCmd(app *App) *cobra.Command {

@@ -171,21 +171,15 @@ func withExample(cmd *cobra.Command, example string) *cobra.Command {
 	return cmd
 }
 
-// newGetCmd is a noun's `get ID`: the item as JSON (--json and -o json
-// are accepted, as on every command that prints data).
-func newGetCmd[T any](app *App, noun string, get func(*client.Client, context.Context, string) (T, error)) *cobra.Command {
-	return newDetailCmd(app, noun, get, nil)
-}
+// refsNote is a get's short help for a noun whose get takes, as its ls
+// shows it, an id prefix or the label as well as the id.
+const refsNote = " (an id prefix or the label is enough)"
 
 // newDetailCmd is a noun's `get ID` as `session get` is: the item as
-// detail writes it, as JSON with --json; a nil detail is newGetCmd, JSON
-// either way.
-func newDetailCmd[T any](app *App, noun string, get func(*client.Client, context.Context, string) (T, error), detail func(w io.Writer, item T, now time.Time) error) *cobra.Command {
+// detail writes it, "key: value" rows, and the API's JSON with --json,
+// -o json or --jq. short is the help's line.
+func newDetailCmd[T any](app *App, noun, short string, get func(*client.Client, context.Context, string) (T, error), detail func(w io.Writer, item T, now time.Time) error) *cobra.Command {
 	var out outputFlags
-	short := "Show one " + noun + " (an id prefix or the label is enough)"
-	if detail == nil {
-		short = "Show one " + noun + " as JSON"
-	}
 	cmd := &cobra.Command{
 		Use:   "get ID",
 		Short: short,
@@ -203,7 +197,7 @@ func newDetailCmd[T any](app *App, noun string, get func(*client.Client, context
 			if err != nil {
 				return listHint(cmd, fmt.Errorf("get %s: %w", noun, err))
 			}
-			if asJSON || detail == nil {
+			if asJSON {
 				return out.write(app.IO, item)
 			}
 			return detail(app.IO.Out, item, time.Now())

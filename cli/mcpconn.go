@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/boxkite/boxkite/client"
@@ -20,11 +21,23 @@ what the server's catalog holds). A sandbox created with
 server's egress proxy; every other destination stays unreachable.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app), withArgs(withExample(newGetCmd(app, "MCP connection", (*client.Client).GetMCPConnection),
+	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app), withArgs(withExample(newDetailCmd(app, "MCP connection", "Show one MCP connection", (*client.Client).GetMCPConnection, writeMCPConnectionDetail),
 		"  id=$(boxkite mcp-connections ls --jq '.[] | select(.label == \"gh\") | .id')\n  boxkite mcp-connections get $id --jq .host"), completeMCPConnections(app, false)),
 		withExample(newRmCmd(app, "mcp connection", "Remove an MCP connection (running sandboxes keep their grant)", false, (*client.Client).DeleteMCPConnection),
 			"  id=$(boxkite mcp-connections ls --jq '.[] | select(.label == \"gh\") | .id')\n  boxkite mcp-connections rm $id --yes"))
 	return cmd
+}
+
+// writeMCPConnectionDetail is `mcp-connections get`'s text view of m: the
+// host its sandboxes may reach on port 443.
+func writeMCPConnectionDetail(w io.Writer, m *api.MCPConnection, now time.Time) error {
+	tw := newTable(w)
+	tw.Detail("id", m.ID)
+	tw.Detail("label", m.Label)
+	tw.Detail("catalog", m.CatalogID)
+	tw.Detail("host", m.Host)
+	tw.Detail("created", stamp(m.CreatedAt, now, " ago"))
+	return tw.Flush()
 }
 
 func newMCPCreateCmd(app *App) *cobra.Command {

@@ -300,7 +300,7 @@ func newSessionGetCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "get ID",
 		Aliases: []string{"show"},
-		Short:   "Show one sandbox (an id prefix or the label is enough)",
+		Short:   "Show one sandbox" + refsNote,
 		Example: `  boxkite session get build
   boxkite session get 3f2a --json expires_at --jq .expires_at`,
 		Args:              usageArgs(cobra.ExactArgs(1)),

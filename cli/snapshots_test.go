@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -64,42 +62,5 @@ func TestSnapshotRefs(t *testing.T) {
 	// A label two snapshots share is ambiguous: exit 2, naming both.
 	if r := runCLI(t, "", "session", "restore", "twin"); r.code != exitUsage || !strings.Contains(r.stderr, "matches 2 snapshots") {
 		t.Errorf("restore twin: %+v, want exit %d naming both", r, exitUsage)
-	}
-}
-
-// TestSnapshotsGet: `snapshots get` shows the snapshot as `session get`
-// shows a sandbox, one "key: value" row a field, and prints JSON only when
-// asked (--json, -o json, --jq), as every other get of the CLI does; it
-// printed JSON always.
-func TestSnapshotsGet(t *testing.T) {
-	home := isolate(t)
-	created := time.Now().Add(-72 * time.Hour).Truncate(time.Second) // "3d ago" for an hour
-	sn := api.Snapshot{
-		ID: "7c1e0000-0000-4000-8000-000000000001", SessionID: "3f2a0000-0000-4000-8000-000000000009", Label: "base",
-		Status: "completed", SizeBytes: 3 << 20, Method: "reflink", CreatedAt: created,
-	}
-	srv := fakeAPI(t, map[string]http.HandlerFunc{
-		"GET /v1/snapshots":      replyJSON(200, []api.Snapshot{sn}),
-		"GET /v1/snapshots/{id}": replyJSON(200, sn),
-	})
-	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
-
-	r := runCLI(t, "", "snapshots", "get", "base")
-	want := "id:       7c1e0000-0000-4000-8000-000000000001\n" +
-		"status:   completed\n" +
-		"label:    base\n" +
-		"sandbox:  3f2a0000-0000-4000-8000-000000000009\n" +
-		"size:     3.0MiB\n" +
-		"method:   reflink\n" +
-		"created:  " + created.Local().Format(time.RFC3339) + " (3d ago)\n"
-	if r.code != 0 || r.stdout != want {
-		t.Errorf("snapshots get base: exit %d, stderr %q, stdout\n%s\nwant\n%s", r.code, r.stderr, r.stdout, want)
-	}
-	for _, args := range [][]string{{"--json"}, {"-o", "json"}, {"--json", "id,label"}, {"--jq", "."}} {
-		r := runCLI(t, "", append([]string{"snapshots", "get", "7c1e"}, args...)...)
-		var got api.Snapshot
-		if err := json.Unmarshal([]byte(r.stdout), &got); r.code != 0 || err != nil || got.ID != sn.ID || got.Label != sn.Label {
-			t.Errorf("snapshots get 7c1e %v: exit %d, stderr %q, stdout %q (%v), want the snapshot's JSON", args, r.code, r.stderr, r.stdout, err)
-		}
 	}
 }

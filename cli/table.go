@@ -48,10 +48,11 @@ func (t *table) Header(color bool, cols string) {
 }
 
 // Detail writes a "key: value" row of one item's text view (`session
-// get`, `snapshots get`); an empty value writes nothing.
+// get`, every noun's `get`); an empty value writes nothing. The value is
+// the server's data (labels, URLs, descriptions), made safe as a cell.
 func (t *table) Detail(key, value string) {
 	if value != "" {
-		fmt.Fprintf(t, "%s:\t%s\n", key, value)
+		fmt.Fprintf(t, "%s:\t%s\n", key, cell(value))
 	}
 }
 

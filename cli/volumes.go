@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/boxkite/boxkite/client"
@@ -23,11 +24,22 @@ Commands take a volume's id, a unique prefix of it, or its label.`,
 	})
 	ids := completeVolumes(app, "")
 	cmd.AddCommand(newVolumesCreateCmd(app), newVolumesLsCmd(app),
-		withArgs(withExample(newGetCmd(app, "volume", byRef(volumeID, (*client.Client).GetVolume)),
+		withArgs(withExample(newDetailCmd(app, "volume", "Show one volume"+refsNote, byRef(volumeID, (*client.Client).GetVolume), writeVolumeDetail),
 			"  boxkite volumes get data\n  boxkite volumes get data --jq .size_gb"), ids),
 		withArgs(withExample(newRmCmd(app, "volume", "Remove a volume and its data (refused while a sandbox mounts it)", false, rmByRef(volumeID, (*client.Client).DeleteVolume)),
 			"  boxkite volumes rm data\n  boxkite volumes rm data --yes"), ids))
 	return cmd
+}
+
+// writeVolumeDetail is `volumes get`'s text view of v.
+func writeVolumeDetail(w io.Writer, v *api.Volume, now time.Time) error {
+	tw := newTable(w)
+	tw.Detail("id", v.ID)
+	tw.Detail("status", v.Status)
+	tw.Detail("label", v.Label)
+	tw.Detail("size", fmt.Sprintf("%g GiB", v.SizeGB))
+	tw.Detail("created", stamp(v.CreatedAt, now, " ago"))
+	return tw.Flush()
 }
 
 func newVolumesCreateCmd(app *App) *cobra.Command {

@@ -84,11 +84,11 @@ func TestVolumeAndMCPCommands(t *testing.T) {
 	if got := fields(r.stdout); len(got) != 2 || got[0][0] != "ID" || got[1][0] != "v1" || got[1][2] != "2" {
 		t.Errorf("volumes ls:\n%s", r.stdout)
 	}
-	if r := runCLI(t, "", "volumes", "get", "v1"); !strings.Contains(r.stdout, `"status": "ready"`) {
-		t.Errorf("volumes get: %+v", r)
+	if r := runCLI(t, "", "volumes", "get", "v1", "--json"); !strings.Contains(r.stdout, `"status": "ready"`) {
+		t.Errorf("volumes get --json: %+v", r)
 	}
 	// By label, as volumes ls shows it.
-	if r := runCLI(t, "", "volumes", "get", "data"); !strings.Contains(r.stdout, `"id": "v1"`) {
+	if r := runCLI(t, "", "volumes", "get", "data"); !strings.Contains(r.stdout, "\nlabel:    data\n") || !strings.HasPrefix(r.stdout, "id:       v1\n") {
 		t.Errorf("volumes get data: %+v", r)
 	}
 	if r := runCLI(t, "", "volumes", "rm", "v2", "-y"); r.code == 0 || !strings.Contains(r.stderr, "mounted by an active sandbox") {

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +30,7 @@ Deliveries are retried with backoff for about an hour (docs/webhooks.md).`,
 	cmd.AddCommand(
 		newWebhooksAddCmd(app),
 		newWebhooksLsCmd(app),
-		withArgs(withExample(newGetCmd(app, "webhook", (*client.Client).GetWebhook),
+		withArgs(withExample(newDetailCmd(app, "webhook", "Show one webhook subscription (never its secret)", getWebhook, writeWebhookDetail),
 			"  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks get $hook --jq .created_by"), completeWebhooks(app)),
 		withArgs(withExample(newRmCmd(app, "webhook", "Remove a webhook subscription and its pending deliveries", false, (*client.Client).DeleteWebhook),
 			"  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks rm $hook --yes"), completeWebhooks(app)),
@@ -37,6 +39,41 @@ Deliveries are retried with backoff for about an hour (docs/webhooks.md).`,
 		newWebhooksRedeliverCmd(app),
 	)
 	return cmd
+}
+
+// getWebhook is GET /v1/webhooks/{id} without the signing secret, should
+// a server ever send it: 'add' prints it once, and no get shows it, --json
+// included.
+func getWebhook(c *client.Client, ctx context.Context, id string) (*api.Webhook, error) {
+	wh, err := c.GetWebhook(ctx, id)
+	if wh != nil {
+		wh.Secret = ""
+	}
+	return wh, err
+}
+
+// writeWebhookDetail is `webhooks get`'s text view of wh (never its
+// signing secret: getWebhook drops it).
+func writeWebhookDetail(w io.Writer, wh *api.Webhook, now time.Time) error {
+	tw := newTable(w)
+	tw.Detail("id", wh.ID)
+	tw.Detail("url", wh.URL)
+	tw.Detail("events", strings.Join(wh.EventTypes, " "))
+	tw.Detail("format", cmp.Or(wh.PayloadFormat, api.PayloadBoxkiteV1))
+	active := "yes"
+	if !wh.IsActive {
+		active = "no: no event is sent to it"
+	}
+	tw.Detail("active", active)
+	tw.Detail("description", wh.Description)
+	tw.Detail("created", stamp(wh.CreatedAt, now, " ago"))
+	tw.Detail("created by", wh.CreatedBy) // an organization member's account id
+	last := "never"
+	if wh.LastTriggeredAt != nil {
+		last = stamp(*wh.LastTriggeredAt, now, " ago")
+	}
+	tw.Detail("last sent", last)
+	return tw.Flush()
 }
 
 func newWebhooksAddCmd(app *App) *cobra.Command {

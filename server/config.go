@@ -68,6 +68,10 @@ type Config struct {
 	// id (pause, resume, delete, a snapshot's copy) is about to wait for
 	// another under way: tests only.
 	LockWaitForTests func(id string)
+	// HeartbeatForTests, when set, runs before each renewal of the
+	// server's heartbeat by Run: tests only (holding it lets the
+	// heartbeat lapse, as a stalled database or a paused VM would).
+	HeartbeatForTests func()
 	// BastionKey is the shared secret boxkite-bastion presents to mint
 	// takeover tokens for registered SSH keys (POST /v1/bastion/…);
 	// "" closes those routes. See docs/bastion.md.

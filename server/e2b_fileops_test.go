@@ -1,17 +1,23 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/e2bsdk"
@@ -26,6 +32,7 @@ import (
 // request's max_output_bytes by its description.
 type fileOpSidecar struct {
 	dir string
+	env []string // the scripts' environment; nil: the test's
 	mu  sync.Mutex
 	max map[string]int64 // by description ("e2b ls")
 }
@@ -35,7 +42,7 @@ func (f *fileOpSidecar) exec(w http.ResponseWriter, _ *http.Request, req api.Exe
 	f.max[req.Description] = req.MaxOutputBytes
 	f.mu.Unlock()
 	cmd := exec.Command("/bin/sh", "-c", req.Command)
-	cmd.Dir = f.dir
+	cmd.Dir, cmd.Env = f.dir, f.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	res := api.ExecResult{}
@@ -112,12 +119,14 @@ func TestE2BListDirOfAFile(t *testing.T) {
 // TestE2BListDirLarge: a directory whose listing is over a listing's
 // output limit (4 MiB, some 40,000 entries) is not held whole: ListDir is
 // refused with resource_exhausted (the SDK's RateLimitError) saying how
-// large a listing may be and to list less; a listing of a depth that
-// fits is answered; each file operation asks the sidecar for at most its
+// large a listing may be and to list less, and its walk is stopped once
+// the limit is passed (find ends by SIGPIPE, and the walk of its links
+// never starts); a listing of a depth that fits is answered; each file operation asks the sidecar for at most its
 // own output (stat, mkdir, move, remove: 64 KiB; ls: 4 MiB).
 func TestE2BListDirLarge(t *testing.T) {
 	t.Parallel()
 	e, f, id, token := e2bFileOpsEnv(t, server.Config{})
+	finds := findExits(t, f)
 	// 36,000 files of 240-character names: about 10 MiB of listing.
 	big := filepath.Join(f.dir, "big")
 	if err := os.MkdirAll(filepath.Join(big, "sub"), 0o755); err != nil {
@@ -137,12 +146,18 @@ func TestE2BListDirLarge(t *testing.T) {
 		!strings.Contains(ce.Message, "the listing of /workspace/big is larger than 4 MiB") || !strings.Contains(ce.Message, "smaller depth") {
 		t.Fatalf("ListDir of a large directory = %d %.300s, want resource_exhausted naming the limit", status, body)
 	}
+	if got := finds(); !slices.Equal(got, []string{"141"}) {
+		t.Errorf("the large listing's finds exited %q, want one, stopped by SIGPIPE (141) past the limit", got)
+	}
 
 	// Its own entries only (depth 1): one directory.
 	status, body = e2bRPC(t, e.URL, id, token, "ListDir", `{"path":"/workspace/big","depth":1}`)
 	var list struct{ Entries []struct{ Path string } }
 	if status != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Entries) != 1 || list.Entries[0].Path != "/workspace/big/sub" {
 		t.Fatalf("ListDir depth 1 = %d %.300s, want the one subdirectory", status, body)
+	}
+	if got := finds(); !slices.Equal(got, []string{"0", "0"}) {
+		t.Errorf("the small listing's finds exited %q, want the walks of its entries and of its links whole (0, 0)", got)
 	}
 
 	for _, call := range []struct{ method, body string }{
@@ -162,6 +177,29 @@ func TestE2BListDirLarge(t *testing.T) {
 		if f.max[op] != n {
 			t.Errorf("%s asked for max_output_bytes %d, want %d", op, f.max[op], n)
 		}
+	}
+}
+
+// findExits has f's scripts run find through a wrapper that records each
+// run's exit status; the function returned gives those recorded since it
+// was last called.
+func findExits(t *testing.T, f *fileOpSidecar) func() []string {
+	t.Helper()
+	real, err := exec.LookPath("find")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "exits")
+	wrapper := "#!/bin/sh\n" + real + ` "$@"` + "\ns=$?\necho $s >> " + log + "\nexit $s\n"
+	if err := os.WriteFile(filepath.Join(bin, "find"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	return func() []string {
+		b, _ := os.ReadFile(log)
+		_ = os.Remove(log)
+		return strings.Fields(string(b))
 	}
 }
 
@@ -194,5 +232,88 @@ func TestE2BFileOpsReserveHeldOutput(t *testing.T) {
 		if status, body := e2bRPC(t, e.URL, id, token, "Stat", `{"path":"/workspace"}`); status != http.StatusOK {
 			t.Fatalf("Stat %d = %d %s", i, status, body)
 		}
+	}
+}
+
+// TestE2BListDirHeldUntilAnswered: a listing's reservation of the
+// held-output budget lasts until its answer is written, not until its
+// RPC handler returns (Connect marshals and writes the response after
+// that): while a slow client has read only the start of a large listing,
+// the account's share (one listing's bound and a little) has no room for
+// a stat, whose refusal counts the listing's reservation; once the client
+// has read it all, the stat passes.
+func TestE2BListDirHeldUntilAnswered(t *testing.T) {
+	t.Parallel()
+	const listing = 4 * (4*4<<20 + 64<<10) // hold.Answer(4 × 4 MiB)
+	e, f, id, token := e2bFileOpsEnv(t, server.Config{HeldOutputBytes: 256 << 20, HeldOutputAccountBytes: listing + 512<<10})
+	// 12,000 files of 240-character names: some 3.5 MiB of find's output,
+	// under a listing's limit, and some 8 MiB of answer, more than the
+	// loopback connection's buffers hold.
+	big := filepath.Join(f.dir, "big")
+	if err := os.Mkdir(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("n", 234)
+	for i := range 12000 {
+		if err := os.WriteFile(filepath.Join(big, fmt.Sprintf("%s%06d", name, i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The slow client: a receive buffer of 4 KiB, and it reads the
+	// answer's header only.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	conn, err := d.DialContext(t.Context(), "tcp", strings.TrimPrefix(e.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := http.NewRequest("POST", e.URL+"/filesystem.Filesystem/ListDir", strings.NewReader(`{"path":"/workspace/big","depth":1}`))
+	req.Header = http.Header{
+		"Content-Type": {"application/json"}, "Connect-Protocol-Version": {"1"}, "X-Access-Token": {token},
+		envd.HeaderSandboxID: {id}, envd.HeaderSandboxPort: {envd.PortEnvd},
+	}
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("ListDir = %d %.300s", resp.StatusCode, b)
+	}
+
+	// The answer is being written: the listing's reservation is live.
+	status, body := e2bRPC(t, e.URL, id, token, "Stat", `{"path":"/workspace/big"}`)
+	var ce struct{ Code, Message string }
+	_ = json.Unmarshal(body, &ce)
+	if want := fmt.Sprintf("file operation stat refused: your account's JSON answers already hold %d bytes", listing); status != http.StatusTooManyRequests ||
+		ce.Code != "resource_exhausted" || !strings.HasPrefix(ce.Message, want) {
+		t.Fatalf("Stat while the listing's answer is read = %d %s, want resource_exhausted starting %q", status, body, want)
+	}
+
+	var list struct{ Entries []struct{ Path string } }
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list.Entries) != 12000 {
+		t.Fatalf("listing: %d entries, %v; want 12000", len(list.Entries), err)
+	}
+	// Read whole: the reservation is given back (right after the last
+	// write, which the client may see first).
+	for i := 0; ; i++ {
+		status, body := e2bRPC(t, e.URL, id, token, "Stat", `{"path":"/workspace/big"}`)
+		if status == http.StatusOK {
+			break
+		}
+		if i == 300 {
+			t.Fatalf("Stat after the listing was read = %d %s, want its reservation given back", status, body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

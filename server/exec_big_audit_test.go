@@ -2,9 +2,7 @@ package server_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -17,18 +15,10 @@ func TestExecBigJSONAudited(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, server.Config{})
 	const size = 12 << 20
-	answer, err := json.Marshal(api.ExecResult{
+	e.Sidecar.ExecFunc = execAnswer(t, api.ExecResult{
 		ExitCode: 3, Stdout: string(bytes.Repeat([]byte("x"), size)), DurationMS: 1,
 		ExecOutputInfo: api.ExecOutputInfo{Truncated: true, StdoutBytes: size + 5, OutputLimitBytes: size},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, _ api.ExecRequest) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
-		_, _ = w.Write(answer)
-	}
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, map[string]any{"command": "big", "max_output_bytes": size})
 	if resp.StatusCode != http.StatusOK || len(body) < size {

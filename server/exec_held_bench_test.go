@@ -3,7 +3,6 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -30,15 +29,7 @@ func BenchmarkJSONExecHeld(b *testing.B) {
 func benchJSONExecHeld(b *testing.B, stdout []byte) {
 	size := len(stdout)
 	e := newEnv(b, server.Config{RateLimits: server.RateLimits{Ops: -1}})
-	answer, err := json.Marshal(api.ExecResult{Stdout: string(stdout), DurationMS: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, _ api.ExecRequest) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
-		_, _ = w.Write(answer)
-	}
+	e.Sidecar.ExecFunc = execAnswer(b, api.ExecResult{Stdout: string(stdout), DurationMS: 1})
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	body := []byte(`{"command":"x","max_output_bytes":` + strconv.Itoa(size) + `}`)
 	url := e.URL + sandboxPath(sb.ID, "/exec")

@@ -17,6 +17,10 @@ import (
 // SetNow replaces the server's clock.
 func (s *Server) SetNow(now func() time.Time) { s.now = now }
 
+// Instance is the server's id among those sharing the store (its
+// heartbeat's, its snapshots' owner).
+func (s *Server) Instance() string { return s.instance }
+
 // SetAfterFunc replaces the timers the server keeps by its clock (a key's
 // expiry), for a clock SetNow moved.
 func (s *Server) SetAfterFunc(after func(d time.Duration, f func()) (stop func() bool)) {

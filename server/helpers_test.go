@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,21 @@ type fakeSidecar struct {
 	mu       sync.Mutex
 	requests []api.ExecRequest
 	headers  []http.Header
+}
+
+// execAnswer is an ExecFunc answering every exec with res, as a sidecar
+// answers a JSON exec: the whole body at once, its Content-Length set.
+func execAnswer(tb testing.TB, res api.ExecResult) func(http.ResponseWriter, *http.Request, api.ExecRequest) {
+	tb.Helper()
+	answer, err := json.Marshal(res)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return func(w http.ResponseWriter, _ *http.Request, _ api.ExecRequest) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		_, _ = w.Write(answer)
+	}
 }
 
 // Route adds a handler to the fake sidecar.

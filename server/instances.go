@@ -19,6 +19,13 @@ import (
 // clock, as the lifecycle lease's (server/sandbox/lease.go): the servers'
 // clocks must agree to well within heartbeatTTL. A sole server (SQLite)
 // keeps no heartbeat: no other server reads it.
+//
+// The heartbeat is a lease with a fencing token (session 25): the store
+// keeps it while renewals come before the lease ends and gives a greater
+// one when the lease is taken again after it ended (this server stalled
+// past heartbeatTTL, and others may have taken it for dead). The server
+// keeps the token it got (Server.token); its snapshots record it and are
+// completed only under it (server/snapshot, keys.go: copyAndRecord).
 
 const (
 	// heartbeatTTL is how long a heartbeat runs past its renewal.
@@ -56,12 +63,26 @@ func (s *Server) start(ctx context.Context) error {
 	return nil
 }
 
-// beat records this server's heartbeat, alive heartbeatTTL from now.
+// beat records this server's heartbeat, alive heartbeatTTL from now, and
+// keeps the lease's token the store answers: a new one when the lease
+// had ended (the snapshots this server reserved under the old token
+// can no longer be completed: server/snapshot fails them).
 func (s *Server) beat(ctx context.Context) error {
 	if s.instances() == nil {
 		return nil
 	}
-	return s.store.BeatInstance(ctx, s.instance, s.now().Add(heartbeatTTL))
+	old := s.token.Load()
+	now := s.now()
+	token, err := s.store.BeatInstance(ctx, s.instance, old, now, now.Add(heartbeatTTL))
+	if err != nil {
+		return err
+	}
+	s.token.Store(token)
+	if old != 0 && token != old {
+		s.log.WarnContext(ctx, "the server's heartbeat had lapsed: taken again under a new token; snapshots pending under the old one fail",
+			"instance", s.instance, "token", token, "old_token", old)
+	}
+	return nil
 }
 
 // heartbeats renews this server's heartbeat at once (Init's may be long
@@ -93,6 +114,9 @@ func (s *Server) heartbeats(ctx context.Context) {
 // pending snapshots (skipped when the renewal failed: a server that
 // cannot write its heartbeat judges no other's).
 func (s *Server) renew(ctx context.Context) {
+	if s.cfg.HeartbeatForTests != nil {
+		s.cfg.HeartbeatForTests()
+	}
 	if err := s.beat(ctx); err != nil {
 		if ctx.Err() == nil {
 			s.log.WarnContext(ctx, "renew the server's heartbeat", "instance", s.instance, "err", err)

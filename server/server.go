@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boxkite/boxkite/internal/apihttp"
@@ -92,6 +93,10 @@ type Server struct {
 	// owner of its lifecycle leases and pending snapshots, and its
 	// heartbeat's (instances.go).
 	instance string
+	// token is the fencing token of this server's heartbeat lease, as the
+	// store last gave it (instances.go); 0 before the first beat and for
+	// a sole server.
+	token atomic.Int64
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
 	healthTimeout time.Duration
 	// shutdownTimeout is how long Serve waits for requests in flight.

@@ -25,7 +25,7 @@ func (s *Server) newSnapshots() *snapshot.Service {
 		Store: s.store, Driver: sd, Control: s.sandboxes.SnapshotControl(), DriverName: s.cfg.DriverName,
 		Limit: s.cfg.SnapshotLimit, MaxFork: s.cfg.MaxCount, Log: s.log, Now: func() time.Time { return s.now() },
 		Remote: snapshotRemote(s.cfg.Storage), RemotePrefix: s.cfg.Storage.Prefix,
-		UseImage: s.images.Use, Instance: s.instance, Instances: s.instances(),
+		UseImage: s.images.Use, Instance: s.instance, Instances: s.instances(), Token: s.token.Load,
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,10 @@ import (
 type snapFake struct {
 	*fakeDriver
 	SnapshotFunc func(ctx context.Context, id string, transient bool) (model.SnapshotRef, error)
+	// AfterClaim, when set, runs once a snapshot of sandbox id claimed
+	// its key (the data under it is the copy's from then on).
+	AfterClaim func(id string)
+	deleted    []string // the keys DeleteSnapshot deleted, under fakeDriver.mu
 }
 
 var _ model.SnapshotDriver = (*snapFake)(nil)
@@ -34,6 +39,9 @@ func (d *snapFake) Snapshot(ctx context.Context, id string, transient bool, clai
 	}
 	if err == nil && claim != nil && !transient {
 		err = claim(ref.Key)
+		if err == nil && d.AfterClaim != nil {
+			d.AfterClaim(id)
+		}
 	}
 	if err != nil {
 		return model.SnapshotRef{}, err
@@ -41,7 +49,19 @@ func (d *snapFake) Snapshot(ctx context.Context, id string, transient bool, clai
 	return ref, nil
 }
 
-func (d *snapFake) DeleteSnapshot(context.Context, string) error { return nil }
+func (d *snapFake) DeleteSnapshot(_ context.Context, key string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deleted = append(d.deleted, key)
+	return nil
+}
+
+// Deleted returns the keys DeleteSnapshot deleted.
+func (d *snapFake) Deleted() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.deleted)
+}
 
 // newSnapEnv is newEnv on the fake driver with snapshots.
 func newSnapEnv(t *testing.T, cfg server.Config) (*env, *snapFake) {

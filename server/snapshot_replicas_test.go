@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,27 +154,23 @@ func TestReplicaSweepFailsDeadServersSnapshot(t *testing.T) {
 	// The first server dies: its heartbeat is renewed no more, and ends.
 	stopA()
 	a.clock.Advance(31 * time.Second)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		sn, err := b.Store.Snapshot(t.Context(), a.AcctA.ID, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sn.Status == api.SnapshotFailed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dead server's snapshot is %s 30 s after its heartbeat ended, want failed", sn.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSnapshot(t, b, id, "failed 30 s after its heartbeat ended", func(sn *model.Snapshot) bool { return sn.Status == api.SnapshotFailed })
 	close(release)
-	got := <-snapped
-	var env api.ErrorEnvelope
-	mustUnmarshal(t, got.body, &env)
-	const want = "the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)"
-	if got.code != http.StatusConflict || env.Error == nil || env.Error.Code != api.CodeConflict || env.Error.Message != want || env.Error.Hint == "" {
-		t.Errorf("the dead server's copy, ended: %d %s, want 409 conflict %q with a hint", got.code, got.body, want)
+	wantConflict(t, <-snapped, failedMeanwhile, "the dead server's copy, ended")
+}
+
+// failedMeanwhile is the message of a snapshot another server failed
+// while it was taken (docs/snapshots.md).
+const failedMeanwhile = "the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)"
+
+// wantConflict fails t unless got is 409 conflict with message want and
+// a hint.
+func wantConflict(t *testing.T, got answer, want, what string) {
+	t.Helper()
+	var refusal api.ErrorEnvelope
+	mustUnmarshal(t, got.body, &refusal)
+	if got.code != http.StatusConflict || refusal.Error == nil || refusal.Error.Code != api.CodeConflict || refusal.Error.Message != want || refusal.Error.Hint == "" {
+		t.Errorf("%s: %d %s, want 409 conflict %q with a hint", what, got.code, got.body, want)
 	}
 }
 
@@ -216,5 +215,186 @@ func TestServeEndsHeartbeat(t *testing.T) {
 	}
 	if n := live(); n != 1 {
 		t.Errorf("live servers after the second's Serve ended: %d, want 1", n)
+	}
+}
+
+// holdAfterClaim makes d's first copy of sandbox id block, once it
+// claimed its key (the data under it is the copy's), until release is
+// closed; entered is closed when it began to wait.
+func holdAfterClaim(d *snapFake, id string) (entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.AfterClaim = func(sid string) {
+		if sid == id {
+			once.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+	}
+	return entered, release
+}
+
+// waitSnapshot polls e's store until snapshot id of e's first account
+// satisfies ok, failing t after a hang guard.
+func waitSnapshot(t *testing.T, e *env, id, what string, ok func(*model.Snapshot) bool) *model.Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sn, err := e.Store.Snapshot(t.Context(), e.AcctA.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(sn) {
+			return sn
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshot %s is %+v after 30 s, want %s", id, sn, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReplicaLapsedOwnerFenced: a live server whose heartbeat cannot be
+// renewed past its lease (held by a hook: a stalled database, a paused
+// VM) has its pending snapshot failed by another server's sweep; when its
+// copy then finishes, the row stays failed (its finishing write is fenced
+// by its lease's token, and the row is no longer pending), the snapshot
+// answers 409 once, no snapshot_created is audited, and the server lets
+// go of the key it claimed and deletes the data it wrote under it. Once
+// its heartbeat is renewed again (a new token) its snapshots complete.
+func TestReplicaLapsedOwnerFenced(t *testing.T) {
+	var held atomic.Pointer[chan struct{}]
+	cfg := server.Config{
+		RateLimits:     server.RateLimits{Lifecycle: 1000, Snapshot: 1000},
+		ReaperInterval: 10 * time.Millisecond, // how often Run looks at its heartbeat's clock
+	}
+	rs, dsn := newReplicas(t, 1, cfg)
+	b := rs[0]
+	cfgA := cfg
+	cfgA.HeartbeatForTests = func() {
+		if ch := held.Load(); ch != nil {
+			<-*ch
+		}
+	}
+	var ad *snapFake
+	a, _ := addReplica(t, b, dsn, cfgA, func(d *fakeDriver) model.Driver { ad = &snapFake{fakeDriver: d}; return ad })
+	sb := a.create(a.KeyA, api.CreateSandboxRequest{})
+	entered, release := holdAfterClaim(ad, sb.ID)
+	releaseCopy := sync.OnceFunc(func() { close(release) })
+	defer releaseCopy()
+	snapped := snapshotAsync(a, sb.ID)
+	waitClosed(t, entered, "the first server's copy")
+	pending, err := b.Store.SnapshotsWithStatus(t.Context(), api.SnapshotPending)
+	if err != nil || len(pending) != 1 || pending[0].Key != "key-"+sb.ID || pending[0].OwnerToken == 0 {
+		t.Fatalf("pending snapshots = %+v, %v; want the copy's, its key claimed, under a token", pending, err)
+	}
+	id, token := pending[0].ID, pending[0].OwnerToken
+
+	// The first server's heartbeat stalls past its lease; the second
+	// takes it for dead and fails its snapshot.
+	beats := make(chan struct{})
+	held.Store(&beats)
+	releaseBeats := sync.OnceFunc(func() { close(beats) })
+	defer releaseBeats()
+	a.clock.Advance(31 * time.Second)
+	waitSnapshot(t, b, id, "failed", func(sn *model.Snapshot) bool { return sn.Status == api.SnapshotFailed })
+
+	// The first server's copy ends.
+	releaseCopy()
+	wantConflict(t, <-snapped, failedMeanwhile, "the lapsed server's copy, ended")
+	sn, err := b.Store.Snapshot(t.Context(), b.AcctA.ID, id)
+	if err != nil || sn.Status != api.SnapshotFailed || sn.Key != "" {
+		t.Errorf("the snapshot after its copy ended: %+v, %v; want failed, holding no key", sn, err)
+	}
+	if del := ad.Deleted(); !slices.Equal(del, []string{"key-" + sb.ID}) {
+		t.Errorf("the lapsed server deleted the data under %v, want [key-%s] (what its copy wrote)", del, sb.ID)
+	}
+	entries, _, err := a.Store.ExecLog(t.Context(), sb.ID, 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Operation == "snapshot_created" {
+			t.Errorf("audited %+v for a snapshot that failed", e)
+		}
+	}
+
+	// Its heartbeat renewed again, under a new token, it takes snapshots.
+	releaseBeats()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		live, err := b.Store.LiveInstances(t.Context(), a.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live[a.Server.Instance()] > token {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live servers %v 30 s after the heartbeat was released, want the first under a token past %d", live, token)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := <-snapshotAsync(a, sb.ID); got.code != http.StatusCreated {
+		t.Errorf("a snapshot after the heartbeat was renewed: %d %s, want 201", got.code, got.body)
+	}
+}
+
+// TestReplicaSnapshotDeletedWhileTaken: a pending snapshot deleted
+// through another server while its copy runs, before or after the copy
+// claimed its key: the delete wins. The take answers 409 conflict
+// "snapshot ID was deleted while it was taken" with a hint (it answered
+// 502 "could not take the snapshot" when the delete came before the
+// claim, and 201 with a deleted snapshot after it), the snapshot stays
+// deleted (404), and the taking server deletes the data its copy wrote.
+func TestReplicaSnapshotDeletedWhileTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold func(*snapFake, string) (chan struct{}, chan struct{})
+		// wrote: the copy claimed the key (and wrote under it) first.
+		wrote bool
+	}{
+		{"before its claim", holdCopies, false},
+		{"after its claim", holdAfterClaim, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := server.Config{RateLimits: server.RateLimits{Lifecycle: 1000, Snapshot: 1000}}
+			rs, ds, _ := snapReplicas(t, 2, cfg)
+			a, b := rs[0], rs[1]
+			sb := a.create(a.KeyA, api.CreateSandboxRequest{})
+			entered, release := tc.hold(ds[0], sb.ID)
+			releaseCopy := sync.OnceFunc(func() { close(release) })
+			defer releaseCopy()
+			snapped := snapshotAsync(a, sb.ID)
+			waitClosed(t, entered, "the copy")
+
+			resp, body := b.do("GET", sandboxPath(sb.ID, "/snapshots"), b.KeyA, nil)
+			var list []api.Snapshot
+			mustUnmarshal(t, body, &list)
+			if resp.StatusCode != http.StatusOK || len(list) != 1 || list[0].Status != api.SnapshotPending {
+				t.Fatalf("snapshots listed during the copy: %d %s, want the pending one", resp.StatusCode, body)
+			}
+			id := list[0].ID
+			if resp, body := b.do("DELETE", "/v1/snapshots/"+id, b.KeyA, nil); resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("DELETE of the pending snapshot: %d %s, want 204", resp.StatusCode, body)
+			}
+			releaseCopy()
+			wantConflict(t, <-snapped, "snapshot "+id+" was deleted while it was taken", "the take of a snapshot deleted meanwhile")
+			for name, e := range map[string]*env{"first": a, "second": b} {
+				if resp, body := e.do("GET", "/v1/snapshots/"+id, e.KeyA, nil); resp.StatusCode != http.StatusNotFound {
+					t.Errorf("GET of the deleted snapshot through the %s server: %d %s, want 404", name, resp.StatusCode, body)
+				}
+			}
+			var wantDeleted []string
+			if tc.wrote {
+				wantDeleted = []string{"key-" + sb.ID}
+			}
+			if del := ds[0].Deleted(); !slices.Equal(del, wantDeleted) {
+				t.Errorf("the taking server deleted the data under %v, want %v", del, wantDeleted)
+			}
+		})
 	}
 }

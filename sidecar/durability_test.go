@@ -5,6 +5,7 @@ package sidecar
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -76,6 +77,86 @@ func TestFullDiskIs507(t *testing.T) {
 	}
 	if status, body := call(t, http.MethodPut, srv.URL+"/files/raw?path=fits.txt", authHeader, "fits"); status != http.StatusOK {
 		t.Errorf("a small upload after the refusals = %d %s", status, body)
+	}
+}
+
+// TestRefusedWriteFreesItsSpace: a write refused for a full disk frees
+// what it had written before it answers, even while its temp file is
+// still open elsewhere, so a write that fits succeeds right after the
+// refusal. A command the sidecar forks while a write runs holds a copy of
+// every descriptor until it execs; the unlink of the refused write's temp
+// file freed its blocks only when that copy went, and a write right after
+// the 507 could still find the disk full (TestFullDiskIs507's last upload
+// got 507 in a loaded -race run). Here the test holds the temp file open,
+// as such a command does, for the whole test.
+func TestRefusedWriteFreesItsSpace(t *testing.T) {
+	t.Parallel()
+	needRoot(t, "mounting a small filesystem")
+	ws := mountTmpfs(t, "256k")
+	srv, _ := newServer(t, Options{Token: testToken, Workspace: ws})
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, srv.URL+"/files/raw?path=big.bin", pr)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		req.Header = authHeader.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- answer{resp.StatusCode, b, err}
+	}()
+	chunk := strings.Repeat("x", 64<<10)
+	if _, err := io.WriteString(pw, chunk); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the first chunk to be in the temp file, and hold it.
+	var held *os.File
+	for held == nil {
+		if tmps, _ := filepath.Glob(filepath.Join(ws, tempPattern)); len(tmps) == 1 {
+			if fi, err := os.Stat(tmps[0]); err == nil && fi.Size() >= int64(len(chunk)) {
+				if held, err = os.Open(tmps[0]); err != nil {
+					t.Fatal(err)
+				}
+				defer held.Close()
+			}
+		}
+		select {
+		case a := <-done:
+			t.Fatalf("the upload ended before its temp file was held: %d %s %v", a.status, a.body, a.err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	go func() { // the rest, until the sidecar refuses it
+		for {
+			if _, err := io.WriteString(pw, chunk); err != nil {
+				return
+			}
+		}
+	}()
+	a := <-done
+	pr.CloseWithError(io.ErrClosedPipe) // ends the writer
+	if a.err != nil || a.status != http.StatusInsufficientStorage {
+		t.Fatalf("upload onto a full disk = %d %s %v, want 507", a.status, a.body, a.err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(ws, tempPattern)); len(tmps) > 0 {
+		t.Errorf("temp files left: %v", tmps)
+	}
+	// Half the disk: it fits only if the refused write's blocks are free.
+	if status, body := call(t, http.MethodPut, srv.URL+"/files/raw?path=fits.bin", authHeader, strings.Repeat("y", 128<<10)); status != http.StatusOK {
+		t.Errorf("an upload of half the disk after the refusal = %d %s, want 200", status, body)
 	}
 }
 

@@ -275,7 +275,13 @@ func (v *fsView) writeFile(t *target, p string, src io.Reader, meta *fileMeta, d
 // that one journal commit takes both (durability), and through r so that
 // the write descriptor is closed before: closing it after the rename
 // would tell watchers (IN_CLOSE_WRITE) the target was modified after it
-// was moved in. On a failure before the rename the temp file is removed.
+// was moved in. On a failure before the rename the temp file is removed,
+// and when its data did not all arrive or could not be written (a full
+// disk) it is emptied first: unlinking frees its blocks only once the
+// last descriptor of it is closed, and a command the sidecar forks
+// meanwhile holds a copy of every descriptor until it execs, so a write
+// that fits, right after the refusal, could find the disk still full
+// (TestRefusedWriteFreesItsSpace).
 func replace(f, r *os.File, dir int, tmp, name string, meta fileMeta, dur durability, copyErr error) error {
 	err := copyErr
 	if err == nil {
@@ -283,6 +289,9 @@ func replace(f, r *os.File, dir int, tmp, name string, meta fileMeta, dur durabi
 	}
 	if err == nil && dur != syncLater {
 		err = writeOut(f)
+	}
+	if err != nil {
+		_ = f.Truncate(0)
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)

@@ -66,24 +66,29 @@ func TestLogEntryHashMatchesPython(t *testing.T) {
 	}
 }
 
-func TestVerifyLogChain(t *testing.T) {
-	chain := func() []api.LogEntry {
-		prev := api.GenesisHash
-		var out []api.LogEntry
-		for i, op := range []string{"exec", "file_create", "view"} {
-			e := api.LogEntry{
-				ID: string(rune('a' + i)), SessionID: "s", AccountID: "acct", Source: api.LogSourceAgent, Operation: op,
-				Detail: json.RawMessage(`{"path":"/workspace/x"}`), StartedAt: time.Unix(int64(1000+i), 0), PrevHash: prev,
-			}
-			h, err := e.Hash(prev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.RowHash, prev = h, h
-			out = append(out, e)
+// logChain is an intact chain of one entry an operation, from the
+// genesis hash, numbered (Seq) from 1.
+func logChain(t *testing.T, ops ...string) []api.LogEntry {
+	t.Helper()
+	prev := api.GenesisHash
+	var out []api.LogEntry
+	for i, op := range ops {
+		e := api.LogEntry{
+			ID: string(rune('a' + i)), SessionID: "s", AccountID: "acct", Source: api.LogSourceAgent, Operation: op,
+			Detail: json.RawMessage(`{"path":"/workspace/x"}`), StartedAt: time.Unix(int64(1000+i), 0), PrevHash: prev, Seq: int64(i + 1),
 		}
-		return out
+		h, err := e.Hash(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.RowHash, prev = h, h
+		out = append(out, e)
 	}
+	return out
+}
+
+func TestVerifyLogChain(t *testing.T) {
+	chain := func() []api.LogEntry { return logChain(t, "exec", "file_create", "view") }
 	if err := api.VerifyLogChain(api.GenesisHash, chain()); err != nil {
 		t.Fatalf("intact chain: %v", err)
 	}
@@ -116,23 +121,7 @@ func TestVerifyLogChain(t *testing.T) {
 // TestVerifyLogNumbersFromOne: every error of VerifyLog and VerifyLogChain
 // names the entry as a user counts them, from 1 (its Seq), whatever broke.
 func TestVerifyLogNumbersFromOne(t *testing.T) {
-	chain := func() []api.LogEntry {
-		prev := api.GenesisHash
-		var out []api.LogEntry
-		for i := range 4 {
-			e := api.LogEntry{
-				ID: string(rune('a' + i)), SessionID: "s", AccountID: "acct", Source: api.LogSourceAgent, Operation: "exec",
-				Detail: json.RawMessage(`{}`), StartedAt: time.Unix(int64(1000+i), 0), PrevHash: prev, Seq: int64(i + 1),
-			}
-			h, err := e.Hash(prev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.RowHash, prev = h, h
-			out = append(out, e)
-		}
-		return out
-	}
+	chain := func() []api.LogEntry { return logChain(t, "exec", "exec", "exec", "exec") }
 	c := chain()
 	for _, tt := range []struct {
 		name string

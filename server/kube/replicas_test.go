@@ -2,9 +2,11 @@ package kube_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,19 +28,38 @@ import (
 // the pod's teardown, before the row is written) and finishes that removal
 // itself. The first's DELETE still answers 204, the pod is gone, and a
 // second DELETE on either control plane is the reference's 404.
+//
+// The second's removal waits for the lifecycle lease the first holds
+// while it waits for that start: the test ends the lease in the database
+// when the wait begins, as its 30 s running out would (the removal's
+// wait, a minute, made the test take 90 s).
 func TestDeleteFinishedByStartingReplica(t *testing.T) {
 	dsn := servertest.PostgresDSN(t)
 	if dsn == "" {
 		t.Skip(servertest.PostgresEnv + " is not set")
 	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	var (
 		fired   atomic.Bool
+		ended   atomic.Bool
 		starter atomic.Pointer[server.Server]
 		initErr = make(chan error, 1)
 	)
 	a := newEnv(t, kube.Config{})
 	a.dsn = dsn
 	b := &env{cluster: a.cluster, ns: a.ns, kubelet: a.kubelet, dsn: dsn, key: a.key, cfg: a.cfg}
+	b.srvCfg.LockWaitForTests = func(id string) {
+		// The second waits for the first's lease: it runs out.
+		if fired.Load() && ended.CompareAndSwap(false, true) {
+			if _, err := db.ExecContext(context.Background(), `UPDATE sandboxes SET lifecycle_until = 0 WHERE id = $1`, id); err != nil {
+				t.Errorf("end the first control plane's lease: %v", err)
+			}
+		}
+	}
 	a.srvCfg.AfterTeardownForTests = func(string) {
 		// The first teardown (the DELETE's, on the first control plane):
 		// the second starts at this instant, before the row is written.
@@ -64,6 +85,9 @@ func TestDeleteFinishedByStartingReplica(t *testing.T) {
 	err = a.client().DeleteSandbox(ctx, sb.ID)
 	if !fired.Load() {
 		t.Fatal("the second control plane did not start during the delete")
+	}
+	if !ended.Load() {
+		t.Error("the second control plane's start did not wait for the first's lease")
 	}
 	if ierr := <-initErr; ierr != nil {
 		t.Fatalf("the second control plane's start: %v", ierr)
@@ -442,4 +466,91 @@ func testReplicaPauseDelete(t *testing.T, dsn, first string) {
 func isStatus(err error, code int) bool {
 	ae, ok := errors.AsType[*api.Error](err)
 	return ok && ae.Status == code
+}
+
+// TestSnapshotOfLapsedControlPlane: a control plane on Postgres whose
+// heartbeat lease lapsed (its renewal held by a hook, the lease's end
+// written in the database, as 30 s of a stalled database would) completes
+// no snapshot it takes: its finishing write is fenced by the lease's
+// token. The take answers 409 conflict, the row is failed and holds no
+// key, and the copy's file in the snapshot directory is deleted. Once
+// its heartbeat is renewed (under a new token) a snapshot completes.
+func TestSnapshotOfLapsedControlPlane(t *testing.T) {
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set")
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dir := t.TempDir()
+	var held atomic.Pointer[chan struct{}]
+	waiting := make(chan struct{}, 1)
+	e := newEnv(t, kube.Config{SnapshotDir: dir})
+	e.dsn = dsn
+	e.srvCfg.HeartbeatForTests = func() {
+		if ch := held.Load(); ch != nil {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+			<-*ch
+		}
+	}
+	e.start(t)
+	c := e.client()
+	ctx := context.Background()
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The next renewal stalls; then the lease ends.
+	beats := make(chan struct{})
+	held.Store(&beats)
+	releaseBeats := sync.OnceFunc(func() { close(beats) })
+	defer releaseBeats()
+	select {
+	case <-waiting:
+	case <-time.After(time.Minute):
+		t.Fatal("the heartbeat was not renewed within a minute")
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE server_instances SET alive_until = 0`); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = c.CreateSnapshot(ctx, sb.ID, "lapsed")
+	const want = "the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)"
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusConflict || ae.Code != api.CodeConflict || ae.Message != want || ae.Hint == "" {
+		t.Fatalf("snapshot through a control plane whose lease lapsed: %v, want 409 conflict %q with a hint", err, want)
+	}
+	failed, err := e.st.SnapshotsWithStatus(ctx, api.SnapshotFailed)
+	if err != nil || len(failed) != 1 || failed[0].Key != "" || failed[0].OwnerToken == 0 {
+		t.Fatalf("failed snapshots = %+v, %v; want the lapsed one, under a token, holding no key", failed, err)
+	}
+	if left, err := filepath.Glob(filepath.Join(dir, "*")); err != nil || len(left) != 0 {
+		t.Errorf("snapshot directory after the fenced take: %v, %v; want its copy deleted", left, err)
+	}
+
+	// Renewed, under a new token: snapshots complete again.
+	releaseBeats()
+	deadline := time.Now().Add(time.Minute)
+	for renewed := false; !renewed; {
+		live, err := e.st.LiveInstances(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, token := range live {
+			renewed = renewed || token > failed[0].OwnerToken
+		}
+		if !renewed && time.Now().After(deadline) {
+			t.Fatalf("live heartbeats %v a minute after the renewal was released, want one past token %d", live, failed[0].OwnerToken)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if snap, err := c.CreateSnapshot(ctx, sb.ID, "renewed"); err != nil || snap.Status != api.SnapshotCompleted {
+		t.Errorf("snapshot after the renewal: %+v, %v; want completed", snap, err)
+	}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package local implements model.Driver on Linux namespaces: each sandbox is
 // one jailed boxkite-sidecar process (see sidecar/jail) reached over a unix
 // socket.
@@ -67,4 +69,10 @@
 // docs/security.md has the layout and the scheme. Without root, the jail
 // maps only the caller's ids and commands reach uid 1001 through a nested
 // user namespace.
+//
+// Linux only, through and through (namespaces, cgroups, loop mounts,
+// idmapped mounts): every file is constrained to linux, so the package is
+// left out of darwin builds deliberately rather than failing them; nothing
+// released for darwin imports it (TestLinuxOnlyPackages). Its idrange
+// package is portable and stays in.
 package local

@@ -232,9 +232,14 @@ type Snapshot struct {
 	// Owner is the server instance that reserved the row (its heartbeat
 	// in InstanceStore): while it is alive no other server fails the
 	// snapshot pending. "" for rows made before owners were recorded.
-	Owner     string
-	CreatedAt time.Time
-	DeletedAt *time.Time
+	Owner string
+	// OwnerToken is the token of Owner's heartbeat lease when it reserved
+	// the row (InstanceStore): the owner completes the row only while its
+	// lease runs under it (SnapshotStore.FinishSnapshot). 0 for a sole
+	// server's rows (no heartbeat) and rows made before tokens.
+	OwnerToken int64
+	CreatedAt  time.Time
+	DeletedAt  *time.Time
 }
 
 // Grants are what a sandbox was granted beyond its files, which its forks

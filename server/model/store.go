@@ -21,6 +21,11 @@ var ErrConflict = errors.New("conflict")
 // the data under the key is being deleted.
 var ErrSnapshotKeyDropping = errors.New("the snapshot key's data is being deleted")
 
+// ErrOwnerLeaseLost is SnapshotStore.FinishSnapshot's refusal: the lease
+// under which the snapshot's owner reserved it (Snapshot.OwnerToken) is
+// no longer its live lease.
+var ErrOwnerLeaseLost = errors.New("the snapshot's server lost the heartbeat lease it reserved the snapshot under")
+
 // VolumeInUseError is DeleteVolume's refusal: the sandboxes (ids) that
 // mount the volume. It is ErrConflict to errors.Is.
 type VolumeInUseError struct {
@@ -421,6 +426,14 @@ type SnapshotStore interface {
 	// in one transaction; fn's error aborts and is returned. fn must not
 	// write to the store (see UpdateSandbox).
 	UpdateSnapshot(ctx context.Context, id string, fn func(*Snapshot) error) (*Snapshot, error)
+	// FinishSnapshot is UpdateSnapshot for the owner's finishing write,
+	// fenced by its lease: when the row has an OwnerToken and its owner's
+	// heartbeat (InstanceStore) no longer runs past now under that token
+	// (it lapsed, and was or will be taken up again under a new one), it
+	// returns ErrOwnerLeaseLost without calling fn. The check and the
+	// write are one transaction with the row locked, so no other server
+	// fails the row between them.
+	FinishSnapshot(ctx context.Context, id string, now time.Time, fn func(*Snapshot) error) (*Snapshot, error)
 	// SnapshotsWithStatus returns every account's snapshots in one
 	// status, for reconciliation at start-up.
 	SnapshotsWithStatus(ctx context.Context, status string) ([]*Snapshot, error)
@@ -452,14 +465,25 @@ type SnapshotStore interface {
 // (Snapshot.Owner) from one a crash left. alive_until is by the writing
 // server's clock (as the lifecycle lease's): the servers' clocks must
 // agree to well within a heartbeat's lease.
+//
+// Each heartbeat is a lease with a fencing token (session 25): a number
+// that stays the same while the lease is renewed before it ends, and
+// grows whenever it is taken again after it ended (or after its row was
+// removed), since other servers may meanwhile have taken the instance
+// for dead and failed its pending snapshots. A snapshot records the
+// token it was reserved under (Snapshot.OwnerToken), and its owner's
+// finishing write holds only under that token (FinishSnapshot).
 type InstanceStore interface {
-	// BeatInstance records that server instance id is alive until until:
-	// inserted at its start, renewed while it runs.
-	BeatInstance(ctx context.Context, id string, until time.Time) error
+	// BeatInstance records that server instance id is alive until until
+	// and returns its lease's token: token (the one the instance last
+	// got; 0 at its start) when its lease still runs past now under it,
+	// else a greater one (the lease taken again).
+	BeatInstance(ctx context.Context, id string, token int64, now, until time.Time) (int64, error)
 	// EndInstance removes instance id's heartbeat (a clean shutdown).
 	EndInstance(ctx context.Context, id string) error
-	// LiveInstances returns the instances whose heartbeat runs past now.
-	LiveInstances(ctx context.Context, now time.Time) ([]string, error)
+	// LiveInstances returns the instances whose heartbeat runs past now,
+	// each with its lease's token.
+	LiveInstances(ctx context.Context, now time.Time) (map[string]int64, error)
 	// ForgetInstances removes the heartbeats that ended before before
 	// (servers that died without EndInstance).
 	ForgetInstances(ctx context.Context, before time.Time) error

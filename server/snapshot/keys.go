@@ -37,15 +37,20 @@ const claimPoll = 20 * time.Millisecond
 // copy's failure, stored the bucket's, uerr the record's. The row claims
 // the key before the driver keeps or writes data under it; copied runs
 // once the driver is done with the sandbox.
+//
+// The record is the owner's finishing write, fenced by this server's
+// heartbeat lease (FinishSnapshot, orphans.go). When the row is lost to
+// this server — deleted by its user meanwhile, failed by another server
+// that took this one for dead, or this server's lease lapsed since it
+// reserved the row — uerr is the answer for it (409: errDeletedMeanwhile,
+// errFailedMeanwhile) and what the take made is removed (abandon).
 func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *model.Snapshot, copied func()) (
 	ref model.SnapshotRef, done *model.Snapshot, err, stored, uerr error,
 ) {
 	var claimed string
-	notPending := false
 	ref, err = s.cfg.Driver.Snapshot(ctx, sb.ID, false, func(key string) error {
 		if err := s.claim(ctx, sn.ID, key); err != nil {
-			notPending = errors.Is(err, model.ErrNotFound)
-			return err
+			return err // ErrNotFound: deleted or failed before the claim
 		}
 		claimed = key
 		return nil
@@ -56,22 +61,27 @@ func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *mode
 			err = stored
 		}
 	}
-	done, uerr = s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
-		if err != nil {
-			sn.Status, sn.Key = api.SnapshotFailed, "" // the claim let go
+	done, uerr = s.cfg.Store.FinishSnapshot(ctx, sn.ID, s.cfg.Now(), func(row *model.Snapshot) error {
+		switch {
+		case row.DeletedAt != nil:
+			return errDeleted // the delete wins
+		case row.Status != api.SnapshotPending:
+			return errFailedMeanwhile
+		case err != nil:
+			row.Status, row.Key = api.SnapshotFailed, "" // the claim let go
 			return nil
 		}
-		if sn.Status != api.SnapshotPending {
-			return errFailedMeanwhile
-		}
-		sn.Status, sn.Key, sn.SizeBytes, sn.Method = api.SnapshotCompleted, ref.Key, ref.SizeBytes, ref.Method
-		sn.MountPoints = ref.MountPoints
+		row.Status, row.Key, row.SizeBytes, row.Method = api.SnapshotCompleted, ref.Key, ref.SizeBytes, ref.Method
+		row.MountPoints = ref.MountPoints
 		return nil
 	})
-	if notPending && uerr == nil && done.DeletedAt == nil {
-		// Marked failed during the copy, before its claim: the same
-		// answer as after it, not the driver's failure.
-		err = errFailedMeanwhile
+	switch {
+	case errors.Is(uerr, errDeleted):
+		s.abandon(ctx, sn, claimed, "deleted by its user")
+		return ref, nil, err, stored, errDeletedMeanwhile(sn.ID)
+	case errors.Is(uerr, errFailedMeanwhile), errors.Is(uerr, model.ErrOwnerLeaseLost):
+		s.abandon(ctx, sn, claimed, "this server's heartbeat lease lapsed")
+		return ref, nil, err, stored, errFailedMeanwhile
 	}
 	if err != nil && stored == nil && uerr == nil && claimed != "" {
 		// The driver failed after the claim: what it left under the key
@@ -81,10 +91,53 @@ func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *mode
 	return ref, done, err, stored, uerr
 }
 
+// abandon removes what a take made for snapshot sn, whose row it lost
+// (why): the row, when still pending (this server's lease lapsed and no
+// other server failed it yet, or its user deleted it), is marked failed,
+// and it lets go of the
+// key it claimed; the driver's data under that key is deleted unless
+// another snapshot holds it (the same state's, a content address), and
+// the object the take may have put in the bucket is deleted. A failure
+// is logged: the data or object stays behind.
+func (s *Service) abandon(ctx context.Context, sn *model.Snapshot, claimed, why string) {
+	_, err := s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(row *model.Snapshot) error {
+		if row.Status == api.SnapshotCompleted {
+			return errNotPending // never: only its owner completes it
+		}
+		row.Status = api.SnapshotFailed
+		if claimed != "" && row.Key == claimed {
+			row.Key = ""
+		}
+		return nil
+	})
+	if err != nil {
+		s.cfg.Log.ErrorContext(ctx, "let go of a lost snapshot's row", "snapshot", sn.ID, "err", err)
+		claimed = "" // the row may hold it still
+	}
+	s.cfg.Log.WarnContext(ctx, "snapshot lost while it was taken: its data removed", "snapshot", sn.ID, "sandbox", sn.SandboxID,
+		"why", why, "key", claimed)
+	s.dropData(ctx, claimed)
+	s.dropPartialRemote(ctx, sn)
+}
+
+// errDeleted is the finishing write's refusal of a snapshot deleted
+// meanwhile; errDeletedMeanwhile its answer.
+var errDeleted = errors.New("the snapshot was deleted while it was taken")
+
+// errDeletedMeanwhile is the answer to a take whose snapshot its user
+// deleted (DELETE /v1/snapshots/{id}, listed while pending) before the
+// copy ended: the delete wins.
+func errDeletedMeanwhile(id string) error {
+	return api.Errorf(http.StatusConflict, api.CodeConflict, "snapshot %s was deleted while it was taken", id).
+		WithHint("a delete of the snapshot came before its copy ended; take the snapshot again if you still want one")
+}
+
 // errFailedMeanwhile is the completion's refusal of a snapshot no longer
 // pending: a server sharing the database marked it failed meanwhile
 // (Reconcile or Sweep, orphans.go: this server's heartbeat had lapsed, so
-// it was taken for dead, and the object in the bucket deleted).
+// it was taken for dead, and the object in the bucket deleted), or this
+// server's lease lapsed since it reserved the row, so it may not complete
+// it (FinishSnapshot).
 var errFailedMeanwhile = api.Errorf(http.StatusConflict, api.CodeConflict,
 	"the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)").
 	WithHint("take the snapshot again")

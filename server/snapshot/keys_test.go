@@ -31,11 +31,13 @@ func newKeysEnv(t *testing.T, servers int, claimWaits func()) *keysEnv {
 		st: &memStore{rows: map[string]*model.Snapshot{}}, hb: &memInstances{}, d: &fakeDriver{},
 		acct: &model.Account{ID: "a"}, sb: &model.Sandbox{ID: "sb", AccountID: "a", Status: api.StatusActive},
 	}
+	e.st.inst = e.hb
 	cfg := Config{Store: e.st, Driver: e.d, Control: &fakeControl{}, Now: func() time.Time { return time.Unix(0, 0) }, Instances: e.hb}
 	cfg.Instance = "deleter"
 	e.deleter = New(cfg)
 	cfg.claimWaits = claimWaits
 	cfg.Instance = "taker"
+	cfg.Token = func() int64 { return e.hb.tokenOf("taker") }
 	e.taker = New(cfg)
 	if servers == 1 {
 		e.deleter = e.taker
@@ -156,8 +158,10 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 // session 24 every start failed every pending snapshot); when its
 // server's heartbeat had ended (a server taken for dead), the start marks
 // it failed and deletes its object in the bucket, and the snapshot then
-// answers 409 and stays failed, holding the key it claimed, instead of
-// being completed over the failed row (on an object the start deleted).
+// answers 409 and stays failed instead of being completed over the
+// failed row (on an object the start deleted); the taking server lets go
+// of the key it claimed, whose data goes with the last snapshot holding
+// it (session 25: the failed row held it until its own delete).
 func TestSnapshotFailedByAnotherServersStart(t *testing.T) {
 	ctx := context.Background()
 	t.Run("its server alive", func(t *testing.T) {
@@ -182,13 +186,14 @@ func TestSnapshotFailedByAnotherServersStart(t *testing.T) {
 	})
 	t.Run("its server taken for dead", func(t *testing.T) {
 		e := newKeysEnv(t, 2, nil)
-		e.hb.beat("taker", time.Unix(0, 0)) // ended at the deleter's now
+		e.hb.beat("taker", time.Unix(30, 0))
 		old, err := e.taker.Take(ctx, e.acct, e.sb, "old")
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.d.kept = func() {
 			e.d.kept = nil
+			e.hb.lapse("taker") // ended at the deleter's now
 			if err := e.deleter.Reconcile(ctx); err != nil {
 				t.Error(err)
 			}
@@ -198,18 +203,56 @@ func TestSnapshotFailedByAnotherServersStart(t *testing.T) {
 			t.Fatalf("Take after another server's start failed it = %+v, %v; want 409 %q", sn, err, errFailedMeanwhile.Message)
 		}
 		failed, err := e.st.SnapshotsWithStatus(ctx, api.SnapshotFailed)
-		if err != nil || len(failed) != 1 || failed[0].Key != "sha256-same" {
-			t.Fatalf("failed snapshots = %+v, %v; want the new one, holding its key", failed, err)
+		if err != nil || len(failed) != 1 || failed[0].Key != "" {
+			t.Fatalf("failed snapshots = %+v, %v; want the new one, holding no key", failed, err)
 		}
-		// The old one's delete keeps the data the failed one holds, and the
-		// failed one's delete drops it.
-		for _, sn := range []*model.Snapshot{old, failed[0]} {
-			if err := e.deleter.Delete(ctx, sn); err != nil {
-				t.Fatal(err)
-			}
-			if got, want := e.d.has("sha256-same"), sn == old; got != want {
-				t.Errorf("after deleting %s: data held %v, want %v", sn.Label, got, want)
-			}
+		// The old one holds the data; its delete drops it.
+		if !e.d.has("sha256-same") {
+			t.Error("the failed take dropped the data the old snapshot holds")
+		}
+		if err := e.deleter.Delete(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		if e.d.has("sha256-same") {
+			t.Error("the old snapshot's delete kept the data")
 		}
 	})
+}
+
+// TestSnapshotOfLapsedLease: a server whose heartbeat lease lapsed while
+// it took a snapshot may not complete it, even when no other server
+// failed it yet (FinishSnapshot's fence: another may be failing it now):
+// the take answers 409, marks the row failed, lets go of its key and
+// drops the data it wrote (no other snapshot holds it), and audits no
+// snapshot. Once its heartbeat is taken again (a new token) its takes
+// complete.
+func TestSnapshotOfLapsedLease(t *testing.T) {
+	ctx := context.Background()
+	e := newKeysEnv(t, 1, nil)
+	ctl := &fakeControl{}
+	e.taker.cfg.Control = ctl
+	e.hb.beat("taker", time.Unix(30, 0))
+	e.d.claimed = func() { e.hb.lapse("taker") }
+	sn, err := e.taker.Take(ctx, e.acct, e.sb, "lapsed")
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusConflict || ae.Message != errFailedMeanwhile.Message {
+		t.Fatalf("Take whose lease lapsed = %+v, %v; want 409 %q", sn, err, errFailedMeanwhile.Message)
+	}
+	failed, err := e.st.SnapshotsWithStatus(ctx, api.SnapshotFailed)
+	if err != nil || len(failed) != 1 || failed[0].Key != "" || failed[0].OwnerToken != 1 {
+		t.Fatalf("failed snapshots = %+v, %v; want the lapsed one, under token 1, holding no key", failed, err)
+	}
+	if e.d.has("sha256-same") {
+		t.Error("the lapsed take left its data behind")
+	}
+	if len(ctl.audits) != 0 {
+		t.Errorf("audits = %v, want none", ctl.audits)
+	}
+
+	e.d.claimed = nil
+	e.hb.beat("taker", time.Unix(30, 0)) // taken again: token 2
+	sn, err = e.taker.Take(ctx, e.acct, e.sb, "after")
+	e.check(t, sn, err)
+	if sn.OwnerToken != 2 {
+		t.Errorf("the take after the lapse ran under token %d, want 2", sn.OwnerToken)
+	}
 }

@@ -82,6 +82,10 @@ type Config struct {
 	// nil when this server is its only one (SQLite): every pending
 	// snapshot it did not take itself is then a crash's.
 	Instances model.InstanceStore
+	// Token is this server's heartbeat lease token now (InstanceStore),
+	// recorded with the snapshots it reserves (Snapshot.OwnerToken); nil
+	// when it keeps no heartbeat.
+	Token func() int64
 
 	// claimWaits, in tests, runs each time a snapshot found its key
 	// being dropped, before it waits to ask again.
@@ -223,7 +227,7 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	sn := &model.Snapshot{
 		ID: model.NewID(), AccountID: acct.ID, SandboxID: sb.ID, Label: label, Status: api.SnapshotPending,
 		Driver: s.cfg.DriverName, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, Grants: grants,
-		Owner: s.cfg.Instance, CreatedAt: s.cfg.Now(),
+		Owner: s.cfg.Instance, OwnerToken: s.token(), CreatedAt: s.cfg.Now(),
 	}
 	if err := s.cfg.Store.ReserveSnapshot(ctx, sn, max(s.cfg.Limit, 0)); err != nil {
 		if le, ok := errors.AsType[*model.SnapshotLimitError](err); ok {
@@ -241,13 +245,12 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	// The copy finishes even if the client hangs up: the row must end up
 	// telling the truth.
-	timeout := 5 * time.Minute
-	if s.porter() != nil {
-		timeout += remoteTimeout // the copy into the bucket
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.takeTimeout())
 	defer cancel()
 	ref, done, err, stored, uerr := s.copyAndRecord(ctx, sb, sn, release)
+	if _, lost := errors.AsType[*api.Error](uerr); lost {
+		return nil, uerr // deleted or failed meanwhile: what it made is gone
+	}
 	if stored != nil {
 		s.cfg.Log.ErrorContext(ctx, "snapshot not stored in object storage: failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", stored)
 		if uerr == nil {
@@ -255,15 +258,9 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 		}
 		return nil, errStorageFailed
 	}
-	if errors.Is(err, errFailedMeanwhile) {
-		return nil, errFailedMeanwhile
-	}
 	if err != nil {
 		s.cfg.Log.ErrorContext(ctx, "driver snapshot failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", err)
 		return nil, s.copyFailed(ctx, sb, err, "take the snapshot", "the snapshot was taken")
-	}
-	if errors.Is(uerr, errFailedMeanwhile) {
-		return nil, errFailedMeanwhile
 	}
 	if uerr != nil {
 		return nil, fmt.Errorf("record snapshot: %w", uerr)
@@ -274,6 +271,15 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	s.cfg.Control.Audit(ctx, sb, "snapshot_created", detail)
 	return done, nil
+}
+
+// takeTimeout bounds a take's copy and record, from its reservation.
+func (s *Service) takeTimeout() time.Duration {
+	timeout := 5 * time.Minute
+	if s.porter() != nil {
+		timeout += remoteTimeout // the copy into the bucket
+	}
+	return timeout
 }
 
 // useImage records pending snapshot sn as a user of its image; one whose

@@ -18,45 +18,76 @@ type memStore struct {
 	mu    sync.Mutex
 	rows  map[string]*model.Snapshot
 	drops map[string]time.Time // key: the drop's lease
+	inst  *memInstances        // FinishSnapshot's fence; nil: none
 }
 
 // memInstances is a model.InstanceStore in memory.
 type memInstances struct {
 	mu    sync.Mutex
 	until map[string]time.Time
+	token map[string]int64
 }
 
+// beat renews id's heartbeat until until at time.Unix(0, 0) (the keys
+// env's now) under its token: a new one for a new instance or after a
+// lapse.
 func (m *memInstances) beat(id string, until time.Time) {
-	_ = m.BeatInstance(context.Background(), id, until)
+	m.mu.Lock()
+	token := m.token[id]
+	m.mu.Unlock()
+	_, _ = m.BeatInstance(context.Background(), id, token, time.Unix(0, 0), until)
 }
 
-func (m *memInstances) BeatInstance(_ context.Context, id string, until time.Time) error {
+// lapse ends id's heartbeat at time.Unix(0, 0) (the keys env's now).
+func (m *memInstances) lapse(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.until[id] = time.Unix(0, 0)
+}
+
+// tokenOf is id's lease token, 0 for none.
+func (m *memInstances) tokenOf(id string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.token[id]
+}
+
+func (m *memInstances) BeatInstance(_ context.Context, id string, token int64, now, until time.Time) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.until == nil {
-		m.until = map[string]time.Time{}
+		m.until, m.token = map[string]time.Time{}, map[string]int64{}
 	}
-	m.until[id] = until
-	return nil
+	cur, ok := m.token[id]
+	got := cur
+	switch {
+	case !ok:
+		got = token + 1
+	case cur != token || !m.until[id].After(now):
+		got = max(cur, token) + 1
+	}
+	m.until[id], m.token[id] = until, got
+	return got, nil
 }
 
 func (m *memInstances) EndInstance(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.until, id)
+	delete(m.token, id)
 	return nil
 }
 
-func (m *memInstances) LiveInstances(_ context.Context, now time.Time) ([]string, error) {
+func (m *memInstances) LiveInstances(_ context.Context, now time.Time) (map[string]int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var ids []string
+	live := map[string]int64{}
 	for id, until := range m.until {
 		if until.After(now) {
-			ids = append(ids, id)
+			live[id] = m.token[id]
 		}
 	}
-	return ids, nil
+	return live, nil
 }
 
 func (m *memInstances) ForgetInstances(context.Context, time.Time) error { return nil }
@@ -105,6 +136,24 @@ func (m *memStore) UpdateSnapshot(_ context.Context, id string, fn func(*model.S
 	}
 	c := *r
 	return &c, nil
+}
+
+func (m *memStore) FinishSnapshot(ctx context.Context, id string, now time.Time, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
+	m.mu.Lock()
+	r, ok := m.rows[id]
+	var owner string
+	var token int64
+	if ok {
+		owner, token = r.Owner, r.OwnerToken
+	}
+	m.mu.Unlock()
+	if ok && token > 0 && m.inst != nil {
+		live, _ := m.inst.LiveInstances(ctx, now)
+		if got, alive := live[owner]; !alive || got != token {
+			return nil, model.ErrOwnerLeaseLost
+		}
+	}
+	return m.UpdateSnapshot(ctx, id, fn)
 }
 
 func (m *memStore) SnapshotsWithStatus(_ context.Context, status string) ([]*model.Snapshot, error) {
@@ -174,6 +223,9 @@ type fakeDriver struct {
 	kept func()
 	// deleting, when set, runs in DeleteSnapshot before the data goes.
 	deleting func()
+	// claimed, when set, runs in a snapshot's copy once it claimed its
+	// key.
+	claimed func()
 }
 
 func (d *fakeDriver) Snapshot(_ context.Context, _ string, transient bool, claim func(string) error) (model.SnapshotRef, error) {
@@ -187,6 +239,9 @@ func (d *fakeDriver) Snapshot(_ context.Context, _ string, transient bool, claim
 	if claim != nil {
 		if err := claim(key); err != nil {
 			return model.SnapshotRef{}, err
+		}
+		if d.claimed != nil {
+			d.claimed()
 		}
 	}
 	d.mu.Lock()

@@ -20,7 +20,7 @@ var _ model.SnapshotStore = (*Store)(nil)
 const snapshotLockID = 0x62786b736e61706c
 
 const snapshotColumns = `id, account_id, sandbox_id, label, status, snap_key, size_bytes, method, driver,
-	size, storage_gb, image_id, grants, mount_points, created_at, deleted_at, owner`
+	size, storage_gb, image_id, grants, mount_points, created_at, deleted_at, owner, owner_token`
 
 func scanSnapshot(r rowScanner) (*model.Snapshot, error) {
 	var sn model.Snapshot
@@ -28,7 +28,7 @@ func scanSnapshot(r rowScanner) (*model.Snapshot, error) {
 	var deleted sql.NullInt64
 	var grants, mounts string
 	err := r.Scan(&sn.ID, &sn.AccountID, &sn.SandboxID, &sn.Label, &sn.Status, &sn.Key, &sn.SizeBytes, &sn.Method, &sn.Driver,
-		&sn.Size, &sn.StorageGB, &sn.ImageID, &grants, &mounts, &created, &deleted, &sn.Owner)
+		&sn.Size, &sn.StorageGB, &sn.ImageID, &grants, &mounts, &created, &deleted, &sn.Owner, &sn.OwnerToken)
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +98,9 @@ func (s *Store) ReserveSnapshot(ctx context.Context, sn *model.Snapshot, limit i
 			}
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO snapshots (`+snapshotColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			sn.ID, sn.AccountID, sn.SandboxID, sn.Label, sn.Status, sn.Key, sn.SizeBytes, sn.Method, sn.Driver,
-			sn.Size, sn.StorageGB, sn.ImageID, grants, mounts, micros(sn.CreatedAt), nullMicros(sn.DeletedAt), sn.Owner)
+			sn.Size, sn.StorageGB, sn.ImageID, grants, mounts, micros(sn.CreatedAt), nullMicros(sn.DeletedAt), sn.Owner, sn.OwnerToken)
 		if err != nil {
 			return fmt.Errorf("insert snapshot: %w", s.mapErr(err))
 		}
@@ -141,12 +141,35 @@ func (s *Store) SnapshotsWithStatus(ctx context.Context, status string) ([]*mode
 // UpdateSnapshot implements model.SnapshotStore. The id, account, sandbox,
 // grants, owner and creation time are immutable.
 func (s *Store) UpdateSnapshot(ctx context.Context, id string, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
+	return s.updateSnapshot(ctx, id, nil, fn)
+}
+
+// FinishSnapshot implements model.SnapshotStore: UpdateSnapshot with the
+// owner's lease read, in its transaction, after the row is locked.
+func (s *Store) FinishSnapshot(ctx context.Context, id string, now time.Time, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
+	return s.updateSnapshot(ctx, id, &now, fn)
+}
+
+// updateSnapshot is UpdateSnapshot, fenced by the owner's lease at *fence
+// when fence is set (FinishSnapshot).
+func (s *Store) updateSnapshot(ctx context.Context, id string, fence *time.Time, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
 	var sn *model.Snapshot
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		sn, err = scanSnapshot(tx.QueryRowContext(ctx, s.q(`SELECT `+snapshotColumns+` FROM snapshots WHERE id = ?`+s.d.forUpdate), id))
 		if err != nil {
 			return s.mapErr(err)
+		}
+		if fence != nil && sn.OwnerToken > 0 {
+			var n int
+			err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM server_instances WHERE id = ? AND token = ? AND alive_until > ?`),
+				sn.Owner, sn.OwnerToken, micros(*fence)).Scan(&n)
+			if err != nil {
+				return fmt.Errorf("read the snapshot owner's lease: %w", err)
+			}
+			if n == 0 {
+				return model.ErrOwnerLeaseLost
+			}
 		}
 		if err := fn(sn); err != nil {
 			return err

@@ -203,6 +203,32 @@ type sessionKey struct{}
 
 func sessionFrom(ctx context.Context) Session { return ctx.Value(sessionKey{}).(Session) }
 
+// answered holds what is given back once a request's answer is written
+// (ServeHTTP runs it when its route returns): Connect marshals and writes
+// a unary RPC's response after the RPC's handler has returned, so a file
+// operation's reservation of the held-output budget, which counts that
+// answer too, lasts until then (untilAnswered), however slowly the client
+// reads it. A route runs in ServeHTTP's goroutine: no lock.
+type answered struct{ release []func() }
+
+type answeredKey struct{}
+
+// untilAnswered has release run once ctx's answer is written (ServeHTTP),
+// or now when ctx is no request's. A handler defers it instead of release.
+func untilAnswered(ctx context.Context, release func()) {
+	if a, ok := ctx.Value(answeredKey{}).(*answered); ok {
+		a.release = append(a.release, release)
+		return
+	}
+	release()
+}
+
+func (a *answered) done() {
+	for _, release := range a.release {
+		release()
+	}
+}
+
 // ServeHTTP checks the sandbox's token, opens the sandbox (502 when it is
 // not running) and serves the route of its port.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -258,7 +284,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, stop := sess.Revocable(ctx)
 	defer stop()
-	mux.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sessionKey{}, sess)))
+	a := &answered{}
+	defer a.done() // the answer is written, or the client gone, or a panic
+	ctx = context.WithValue(context.WithValue(ctx, sessionKey{}, sess), answeredKey{}, a)
+	mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // authorized checks the token r carries for the sandbox and returns the

@@ -73,7 +73,9 @@ const linkLoop = `w=$(pwd -P); for p; do t=$(LC_ALL=C find -H "$p" -maxdepth 0 -
 // result, then the entries parsed from it), so before the command runs it
 // reserves its bound of the server's held-output budget
 // (Session.ReserveFileOp, heldOutput); release gives it back, once the
-// caller is done with the output (it is never nil).
+// caller is done with the output and its answer (it is never nil): an RPC
+// handler defers untilAnswered with it, since Connect marshals the
+// response after the handler returns.
 func (s filesystemService) fileOp(ctx context.Context, op, what, script string, limit int64, detail map[string]any, args ...string) (out string, release func(), err error) {
 	sess := sessionFrom(ctx)
 	words := []string{"set", "--"}
@@ -228,6 +230,9 @@ const (
 		`exit "$s"`
 	listScript = existsCheck + notDirCheck +
 		`{ e=$(LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
+		// find stopped by a signal (SIGPIPE: the listing passed its
+		// limit, stopAt) ends it: the links' walk would go over it all again.
+		`[ "$s" -gt 128 ] && exit "$s"` + "\n" +
 		`{ printf '` + linkMark + `\0'; LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -type l -exec sh -c '` + linkLoop + `' sh {} +; } 2>/dev/null` + "\n" +
 		listVanished
 	mkdirScript = `if [ -d "$1" ]; then echo "exists: $1" >&2; exit 17; fi` + "\n" +
@@ -241,6 +246,18 @@ const (
 	// there is already removed, so remove succeeds (rm -f), as E2B's does.
 	rmScript = `rm -rf -- "$1"`
 )
+
+// stopAt runs script with its stdout through head, which passes at most
+// limit+1 bytes: once the output passes limit (the sidecar then cuts it,
+// and a listing cut is refused whatever follows), head exits and the next
+// write of find, or of the script, ends it with SIGPIPE, instead of the
+// walk of a directory far over the limit running to its end, or to its
+// timeout. The script's exit status comes round head on fd 5.
+func stopAt(script string, limit int64) string {
+	return fmt.Sprintf("exec 4>&1\n"+
+		"s=$(exec 5>&1; { (\n%s\n) 4>&- 5>&-; echo $? >&5; } | head -c %d >&4 5>&-)\n"+
+		`exit "${s:-1}"`, script, limit+1)
+}
 
 // notDirCheck ends the list script when $1 is not a directory: envd's
 // ListDir resolves the path's symlinks first and answers invalid_argument
@@ -274,7 +291,7 @@ const listVanished = `[ "$s" -eq 0 ] && exit 0` + "\n" +
 func (s filesystemService) Stat(ctx context.Context, req *connect.Request[filesystem.StatRequest]) (*connect.Response[filesystem.StatResponse], error) {
 	p := absPath(req.Msg.GetPath())
 	out, release, err := s.fileOp(ctx, "stat", p, statScript, maxEntryOutput, map[string]any{"path": p, "interface": "e2b"}, p)
-	defer release()
+	defer untilAnswered(ctx, release)
 	if err != nil {
 		return nil, err
 	}
@@ -290,8 +307,8 @@ func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[fil
 	p := absPath(req.Msg.GetPath())
 	depth := max(req.Msg.GetDepth(), 1)
 	depth = min(depth, maxListDepth)
-	out, release, err := s.fileOp(ctx, "ls", p, listScript, maxListOutput, map[string]any{"path": p, "depth": depth, "interface": "e2b"}, p, strconv.Itoa(int(depth)))
-	defer release() // the entries are parsed from out, held too
+	out, release, err := s.fileOp(ctx, "ls", p, stopAt(listScript, maxListOutput), maxListOutput, map[string]any{"path": p, "depth": depth, "interface": "e2b"}, p, strconv.Itoa(int(depth)))
+	defer untilAnswered(ctx, release) // the entries are parsed from out, and marshalled after the return
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +340,7 @@ const maxListDepth = 64
 func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[filesystem.MakeDirRequest]) (*connect.Response[filesystem.MakeDirResponse], error) {
 	p := absPath(req.Msg.GetPath())
 	out, release, err := s.fileOp(ctx, "make_dir", p, mkdirScript, maxEntryOutput, map[string]any{"path": p, "interface": "e2b"}, p)
-	defer release()
+	defer untilAnswered(ctx, release)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +356,7 @@ func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[fil
 func (s filesystemService) Move(ctx context.Context, req *connect.Request[filesystem.MoveRequest]) (*connect.Response[filesystem.MoveResponse], error) {
 	src, dst := absPath(req.Msg.GetSource()), absPath(req.Msg.GetDestination())
 	out, release, err := s.fileOp(ctx, "move", src, moveScript, maxEntryOutput, map[string]any{"path": src, "destination": dst, "interface": "e2b"}, src, dst)
-	defer release()
+	defer untilAnswered(ctx, release)
 	if errors.Is(err, errGoneAfter) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' was moved to '%s', which was removed before it could be read", src, dst))
 	}

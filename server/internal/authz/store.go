@@ -71,8 +71,8 @@ func (s *Store) AttachVolumes(ctx context.Context, sandboxID string, volumeIDs [
 }
 
 // BeatInstance: open (needs no caller: authentication, signup and login run before there is one, or it holds no account's data).
-func (s *Store) BeatInstance(ctx context.Context, id string, until time.Time) error {
-	return s.inner.BeatInstance(ctx, id, until)
+func (s *Store) BeatInstance(ctx context.Context, id string, token int64, now time.Time, until time.Time) (int64, error) {
+	return s.inner.BeatInstance(ctx, id, token, now, until)
 }
 
 // ClaimIdempotencyKey: scoped (keyed by a record the caller was checked for when it was loaded (a sandbox, an image build, an idempotency record of its credential)).
@@ -223,6 +223,16 @@ func (s *Store) ExpiredSandboxes(ctx context.Context, t time.Time) ([]*model.San
 	return s.inner.ExpiredSandboxes(ctx, t)
 }
 
+// FinishSnapshot: update (the record updated must be the caller's account's).
+func (s *Store) FinishSnapshot(ctx context.Context, id string, now time.Time, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
+	return s.inner.FinishSnapshot(ctx, id, now, func(rec *model.Snapshot) error {
+		if err := s.account(ctx, rec.AccountID); err != nil {
+			return err
+		}
+		return fn(rec)
+	})
+}
+
 // ForgetInstances: open (needs no caller: authentication, signup and login run before there is one, or it holds no account's data).
 func (s *Store) ForgetInstances(ctx context.Context, before time.Time) error {
 	return s.inner.ForgetInstances(ctx, before)
@@ -277,7 +287,7 @@ func (s *Store) ListVolumes(ctx context.Context, accountID string) ([]*model.Vol
 }
 
 // LiveInstances: open (needs no caller: authentication, signup and login run before there is one, or it holds no account's data).
-func (s *Store) LiveInstances(ctx context.Context, now time.Time) ([]string, error) {
+func (s *Store) LiveInstances(ctx context.Context, now time.Time) (map[string]int64, error) {
 	return s.inner.LiveInstances(ctx, now)
 }
 

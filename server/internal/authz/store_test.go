@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
@@ -34,7 +35,7 @@ var rules = map[string]string{
 
 	"SandboxByID": "result",
 
-	"UpdateSandbox": "update", "UpdateSnapshot": "update",
+	"UpdateSandbox": "update", "UpdateSnapshot": "update", "FinishSnapshot": "update",
 
 	"SandboxesWithStatus": "system", "ExpiredSandboxes": "system", "PurgeIdempotencyKeys": "system",
 	"SnapshotsWithStatus": "system", "EnsureAccountKey": "system", "CreateAccount": "system",
@@ -71,6 +72,10 @@ func (s inner) UpdateSandbox(_ context.Context, _ string, fn func(*model.Sandbox
 func (s inner) UpdateSnapshot(_ context.Context, _ string, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
 	sn := &model.Snapshot{ID: "sn", AccountID: s.owner}
 	return sn, fn(sn)
+}
+
+func (s inner) FinishSnapshot(ctx context.Context, id string, _ time.Time, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
+	return s.UpdateSnapshot(ctx, id, fn)
 }
 
 // call calls method on st as ctx's actor, with the account id arguments
