@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -465,4 +466,91 @@ func testReplicaPauseDelete(t *testing.T, dsn, first string) {
 func isStatus(err error, code int) bool {
 	ae, ok := errors.AsType[*api.Error](err)
 	return ok && ae.Status == code
+}
+
+// TestSnapshotOfLapsedControlPlane: a control plane on Postgres whose
+// heartbeat lease lapsed (its renewal held by a hook, the lease's end
+// written in the database, as 30 s of a stalled database would) completes
+// no snapshot it takes: its finishing write is fenced by the lease's
+// token. The take answers 409 conflict, the row is failed and holds no
+// key, and the copy's file in the snapshot directory is deleted. Once
+// its heartbeat is renewed (under a new token) a snapshot completes.
+func TestSnapshotOfLapsedControlPlane(t *testing.T) {
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set")
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dir := t.TempDir()
+	var held atomic.Pointer[chan struct{}]
+	waiting := make(chan struct{}, 1)
+	e := newEnv(t, kube.Config{SnapshotDir: dir})
+	e.dsn = dsn
+	e.srvCfg.HeartbeatForTests = func() {
+		if ch := held.Load(); ch != nil {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+			<-*ch
+		}
+	}
+	e.start(t)
+	c := e.client()
+	ctx := context.Background()
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The next renewal stalls; then the lease ends.
+	beats := make(chan struct{})
+	held.Store(&beats)
+	releaseBeats := sync.OnceFunc(func() { close(beats) })
+	defer releaseBeats()
+	select {
+	case <-waiting:
+	case <-time.After(time.Minute):
+		t.Fatal("the heartbeat was not renewed within a minute")
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE server_instances SET alive_until = 0`); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = c.CreateSnapshot(ctx, sb.ID, "lapsed")
+	const want = "the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)"
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusConflict || ae.Code != api.CodeConflict || ae.Message != want || ae.Hint == "" {
+		t.Fatalf("snapshot through a control plane whose lease lapsed: %v, want 409 conflict %q with a hint", err, want)
+	}
+	failed, err := e.st.SnapshotsWithStatus(ctx, api.SnapshotFailed)
+	if err != nil || len(failed) != 1 || failed[0].Key != "" || failed[0].OwnerToken == 0 {
+		t.Fatalf("failed snapshots = %+v, %v; want the lapsed one, under a token, holding no key", failed, err)
+	}
+	if left, err := filepath.Glob(filepath.Join(dir, "*")); err != nil || len(left) != 0 {
+		t.Errorf("snapshot directory after the fenced take: %v, %v; want its copy deleted", left, err)
+	}
+
+	// Renewed, under a new token: snapshots complete again.
+	releaseBeats()
+	deadline := time.Now().Add(time.Minute)
+	for renewed := false; !renewed; {
+		live, err := e.st.LiveInstances(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, token := range live {
+			renewed = renewed || token > failed[0].OwnerToken
+		}
+		if !renewed && time.Now().After(deadline) {
+			t.Fatalf("live heartbeats %v a minute after the renewal was released, want one past token %d", live, failed[0].OwnerToken)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if snap, err := c.CreateSnapshot(ctx, sb.ID, "renewed"); err != nil || snap.Status != api.SnapshotCompleted {
+		t.Errorf("snapshot after the renewal: %+v, %v; want completed", snap, err)
+	}
 }
