@@ -145,9 +145,13 @@ func forkJail(path string, argv, env []string, dir string, files []int, attr *sy
 	a.errPipe = status[1]
 	pid, errno := forkJailChild(a)
 	forkhook.AfterFork()
-	if errno != 0 && a.clone3 && clone3Refused(errno, a.cargs.cgroup) {
-		// Once: later jails open cgroup.procs ahead (openCgroupPlace).
-		noClone3.Store(true)
+	if errno != 0 && a.clone3 && (clone3Refused(errno, a.cargs.cgroup) || errors.Is(errno, unix.EINVAL)) {
+		// Refused: once, later jails open cgroup.procs ahead
+		// (openCgroupPlace). Another EINVAL is this clone's: it is tried
+		// again without clone3, and the next jail tries clone3 again.
+		if clone3Refused(errno, a.cargs.cgroup) {
+			noClone3.Store(true)
+		}
 		if err := place.procsFallback(); err != nil {
 			syscall.ForkLock.Unlock()
 			closeFDs(status[:])
