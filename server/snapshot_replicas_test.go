@@ -161,7 +161,7 @@ func TestReplicaSweepFailsDeadServersSnapshot(t *testing.T) {
 
 // failedMeanwhile is the message of a snapshot another server failed
 // while it was taken (docs/snapshots.md).
-const failedMeanwhile = "the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)"
+const failedMeanwhile = "the snapshot was marked failed while it was taken: this server's heartbeat in the database had lapsed, so it may not complete it (another server may have taken it for one a crash interrupted)"
 
 // wantConflict fails t unless got is 409 conflict with message want and
 // a hint.

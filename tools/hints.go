@@ -30,8 +30,9 @@ func NewHintCommand(cli, instead string) HintCommand {
 }
 
 // cliCommand finds a boxkite CLI command a hint names: quoted
-// ("`boxkite session ls`", "'boxkite files ls DIR'") or in parentheses
-// ("(boxkite files cp)").
+// ("`boxkite session ls`", or as the CLI's own hints quote it, "'boxkite
+// files ls DIR'", which the sidecar's file refusals share) or in
+// parentheses ("(boxkite files cp)").
 var cliCommand = regexp.MustCompile("[`'(]boxkite [a-z]")
 
 // cliAside is a parenthesised aside that names a CLI command.
@@ -109,6 +110,8 @@ var toolCalls = []toolCall{
 	asTool("`boxkite volumes ls`", "list_sandbox_volumes", ""),
 	asTool("`boxkite volumes rm ID`", "delete_sandbox_volume", ""),
 	asTool("`boxkite mcp-connections ls`", "list_mcp_connections", ""),
+	// The sidecar's file refusals (sidecar/refusals.go), in the CLI's
+	// quotes (NewHintCommand matches them in either).
 	asTool("`boxkite files ls DIR`", "ls", ""),
 	asTool("`boxkite files view PATH`", "view", ""),
 }

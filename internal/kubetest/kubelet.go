@@ -54,7 +54,8 @@ import (
 // with no limits set. So a sidecar's GET /usage (Stats, getMetrics) is its
 // pod's alone, not the test's or another pod's. The process moves there
 // as soon as it started, before it serves: what it used before is the
-// test's. A pod's end removes its cgroup, killing anything left in it.
+// test's. A pod's end removes its cgroup, killing anything left in it;
+// Stop removes the boxkite parents too once nothing is below them.
 //
 // A pod deleted from the API has its process killed; a process that exits
 // marks its pod Failed. A pod running longer than its
@@ -155,6 +156,9 @@ func (k *Kubelet) Stop() {
 		k.mu.Unlock()
 		for _, p := range procs {
 			p.kill()
+		}
+		if k.cgroups != nil {
+			removePodCgroupParents(k.cgroups)
 		}
 		os.RemoveAll(k.dir)
 	})
@@ -429,6 +433,22 @@ func podCgroups() (*jail.Cgroups, error) {
 		return nil, fmt.Errorf("pod cgroups: %w", err)
 	}
 	return cgs, nil
+}
+
+// removePodCgroupParents removes the parents of pods' cgroups once
+// nothing is below them (a rmdir fails while anything is: another
+// kubelet's pod, a local driver's sandbox), as the local driver's
+// clean-up does.
+func removePodCgroupParents(cgs *jail.Cgroups) {
+	parents := cgs.Parents()
+	for _, own := range cgs.Own().Dirs {
+		if p := filepath.Join(own, podCgroupParent); !slices.Contains(parents, p) {
+			parents = append(parents, p)
+		}
+	}
+	for _, p := range parents {
+		_ = syscall.Rmdir(p)
+	}
 }
 
 // newPodCgroup makes the cgroup of the pod with uid, without limits, in

@@ -522,7 +522,7 @@ func TestSnapshotOfLapsedControlPlane(t *testing.T) {
 	}
 
 	_, err = c.CreateSnapshot(ctx, sb.ID, "lapsed")
-	const want = "the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)"
+	const want = "the snapshot was marked failed while it was taken: this server's heartbeat in the database had lapsed, so it may not complete it (another server may have taken it for one a crash interrupted)"
 	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusConflict || ae.Code != api.CodeConflict || ae.Message != want || ae.Hint == "" {
 		t.Fatalf("snapshot through a control plane whose lease lapsed: %v, want 409 conflict %q with a hint", err, want)
 	}

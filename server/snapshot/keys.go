@@ -139,7 +139,7 @@ func errDeletedMeanwhile(id string) error {
 // server's lease lapsed since it reserved the row, so it may not complete
 // it (FinishSnapshot).
 var errFailedMeanwhile = api.Errorf(http.StatusConflict, api.CodeConflict,
-	"the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)").
+	"the snapshot was marked failed while it was taken: this server's heartbeat in the database had lapsed, so it may not complete it (another server may have taken it for one a crash interrupted)").
 	WithHint("take the snapshot again")
 
 // claim records key as pending snapshot id's, waiting out a drop of key

@@ -31,7 +31,7 @@
 # reported and left out: Debian's 6.12 has no v1 memory or cpuset,
 # CONFIG_MEMCG_V1 and CONFIG_CPUSETS_V1 are off). No hierarchy is mounted
 # with favordynmods: the script may mount one to switch the kernel's
-# mode (freshvm-favordynmods does).
+# mode (cgplacement-vm.sh does).
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
