@@ -307,6 +307,11 @@ func editGitConfig(b []byte, notSet int, args ...string) (out, after []byte, err
 	out, err = exec.Command("git", append([]string{"config", "--file", f.Name()}, args...)...).Output()
 	var ee *exec.ExitError
 	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() != notSet) {
+		if ee != nil {
+			if msg := strings.TrimSpace(string(ee.Stderr)); msg != "" {
+				return nil, nil, fmt.Errorf("git config %s: %w: %s", strings.Join(args, " "), err, msg)
+			}
+		}
 		return nil, nil, fmt.Errorf("git config %s: %w", strings.Join(args, " "), err)
 	}
 	after, err = os.ReadFile(f.Name())

@@ -369,3 +369,29 @@ func TestRepoLink(t *testing.T) {
 		})
 	}
 }
+
+// TestEditGitConfigError: a git config that fails says why, with git's
+// own message, not only its exit status; the not-set status is no error.
+func TestEditGitConfigError(t *testing.T) {
+	tests := []struct {
+		name, config string
+		notSet       int
+		args         []string
+		want         string // in the error; "" for none
+	}{
+		{"bad line", "[core\n\tworktree = x\n", 1, []string{"--get", "core.worktree"}, "bad config line 1"},
+		{"not set", "[core]\n\tbare = false\n", 1, []string{"--get", "core.worktree"}, ""},
+		{"unset not set", "[core]\n\tbare = false\n", 5, []string{"--unset-all", "core.worktree"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := editGitConfig([]byte(tt.config), tt.notSet, tt.args...)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("editGitConfig: %v, want no error", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("editGitConfig: %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}

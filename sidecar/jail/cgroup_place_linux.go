@@ -33,8 +33,9 @@ import (
 //     before the id maps, because nothing it needs waits for them: the
 //     whole of the child's start then runs in its cgroups.
 //
-// A kernel or a seccomp filter that refuses clone3 (ENOSYS, E2BIG or
-// EINVAL; a container runtime's default profile answers ENOSYS) is
+// A kernel or a seccomp filter that refuses clone3 (ENOSYS, E2BIG, or
+// EINVAL for a descriptor 0: clone3Refused; a container runtime's default
+// profile answers ENOSYS) is
 // remembered, and the cgroup2 directory gets a cgroup.procs descriptor
 // the child writes "0" to as to the v1 ones: a threadgroup move, which
 // takes the global lock as Add did, with the open-time credentials and
@@ -124,10 +125,25 @@ func (p *cgroupPlace) close() {
 	p.write, p.dir = nil, -1
 }
 
-// clone3Refused reports whether clone3's errno says the kernel (or a
-// seccomp filter) does not offer it with CLONE_INTO_CGROUP.
-func clone3Refused(errno error) bool {
-	return errors.Is(errno, unix.ENOSYS) || errors.Is(errno, unix.E2BIG) || errors.Is(errno, unix.EINVAL)
+// clone3Refused reports whether clone3's errno, for a clone into the
+// cgroup2 directory descriptor cgroupFD, says the kernel (or a seccomp
+// filter) does not offer clone3 with CLONE_INTO_CGROUP, and so never
+// will in this process: ENOSYS (no clone3, or a container runtime's
+// filter), E2BIG (a kernel before 5.7, whose struct clone_args ends
+// before the cgroup field, finds it non-zero: copy_struct_from_user in
+// copy_clone_args_from_user), and EINVAL only when cgroupFD is 0: then
+// that check passes and the older kernel's clone3_args_valid rejects the
+// flag it does not know. Any other EINVAL comes from a kernel that has
+// CLONE_INTO_CGROUP (its argument checks, copy_process's flag rules) and
+// is this clone's error, not a reason to stop using clone3.
+func clone3Refused(errno error, cgroupFD uint64) bool {
+	switch {
+	case errors.Is(errno, unix.ENOSYS), errors.Is(errno, unix.E2BIG):
+		return true
+	case errors.Is(errno, unix.EINVAL):
+		return cgroupFD == 0
+	}
+	return false
 }
 
 // placesItself reports whether the clone of spec's jail places it in its

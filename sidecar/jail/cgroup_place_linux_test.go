@@ -285,15 +285,16 @@ func sandboxCgroups(paths map[string]string, name string) int {
 }
 
 // withoutClone3 runs the test with clone3 taken as refused already (off),
-// or refused by the kernel at the clone (refuse: a size it rejects with
-// EINVAL, as a kernel or seccomp filter without it would), and restores
+// or refused by the kernel at the clone (refuse: a size over a page, which
+// it rejects with E2BIG, as a kernel without CLONE_INTO_CGROUP answers
+// its non-zero cgroup field), and restores
 // both.
 func withoutClone3(t *testing.T, off, refuse bool) {
 	t.Helper()
 	was, size := noClone3.Load(), cloneArgsSize
 	noClone3.Store(off)
 	if refuse {
-		cloneArgsSize = 8
+		cloneArgsSize = 1 << 20
 	}
 	t.Cleanup(func() { noClone3.Store(was); cloneArgsSize = size })
 }
@@ -465,5 +466,35 @@ func TestForkJailPlacementFails(t *testing.T) {
 				t.Errorf("%d descriptors open, %d before", n, before)
 			}
 		})
+	}
+}
+
+// TestClone3Refused: only the answers of a kernel or filter without
+// clone3's CLONE_INTO_CGROUP turn clone3 off for the process; an EINVAL
+// with a real descriptor, or any other error, is one clone's failure.
+func TestClone3Refused(t *testing.T) {
+	tests := []struct {
+		errno syscall.Errno
+		fd    uint64
+		want  bool
+	}{
+		{unix.ENOSYS, 7, true},
+		{unix.E2BIG, 7, true},
+		{unix.EINVAL, 0, true},
+		{unix.EINVAL, 7, false},
+		{unix.EPERM, 7, false},
+		{unix.EACCES, 7, false},
+		{unix.EBADF, 7, false},
+		{unix.EBUSY, 7, false},
+		{unix.ENOSPC, 0, false},
+		{unix.EOPNOTSUPP, 7, false},
+	}
+	for _, tt := range tests {
+		if got := clone3Refused(tt.errno, tt.fd); got != tt.want {
+			t.Errorf("clone3Refused(%v, fd %d) = %v, want %v", tt.errno, tt.fd, got, tt.want)
+		}
+		if got := clone3Refused(fmt.Errorf("clone: %w", tt.errno), tt.fd); got != tt.want {
+			t.Errorf("clone3Refused(wrapped %v, fd %d) = %v, want %v", tt.errno, tt.fd, got, tt.want)
+		}
 	}
 }

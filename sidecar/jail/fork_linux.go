@@ -87,7 +87,7 @@ type cloneArgs struct {
 }
 
 // cloneArgsSize is clone3's size argument; a test makes it one the
-// kernel refuses (EINVAL), as a kernel or filter without clone3 would.
+// kernel refuses (E2BIG), as a kernel without CLONE_INTO_CGROUP would.
 var cloneArgsSize = unsafe.Sizeof(cloneArgs{})
 
 // childStatus is what a failed child writes to the status pipe: its
@@ -145,7 +145,7 @@ func forkJail(path string, argv, env []string, dir string, files []int, attr *sy
 	a.errPipe = status[1]
 	pid, errno := forkJailChild(a)
 	forkhook.AfterFork()
-	if errno != 0 && a.clone3 && clone3Refused(errno) {
+	if errno != 0 && a.clone3 && clone3Refused(errno, a.cargs.cgroup) {
 		// Once: later jails open cgroup.procs ahead (openCgroupPlace).
 		noClone3.Store(true)
 		if err := place.procsFallback(); err != nil {
