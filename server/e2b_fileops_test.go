@@ -116,6 +116,35 @@ func TestE2BListDirOfAFile(t *testing.T) {
 	}
 }
 
+// TestE2BMissingPath: ListDir and Stat of a path that is not there answer
+// on the wire as envd's do: 404 not_found (the SDK's NotFoundError, and
+// files.exists false) with envd's message: ListDir's names the first part
+// of the path that is not there, the symlinks before it resolved (a
+// dangling link's target), Stat's the path. Both said "path 'P' does not
+// exist".
+func TestE2BMissingPath(t *testing.T) {
+	t.Parallel()
+	e, f, id, token := e2bFileOpsEnv(t, server.Config{})
+	if err := os.Mkdir(filepath.Join(f.dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub/gone", filepath.Join(f.dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ method, path, want string }{
+		{"ListDir", "nope/deeper", "path not found: lstat /home/user/nope: no such file or directory"},
+		{"ListDir", "/home/user/sub/gone/x", "path not found: lstat /home/user/sub/gone: no such file or directory"},
+		{"ListDir", "dangling", "path not found: lstat /home/user/sub/gone: no such file or directory"},
+		{"Stat", "nope/deeper", "file not found: lstat /home/user/nope/deeper: no such file or directory"},
+	} {
+		status, body := e2bRPC(t, e.URL, id, token, tt.method, `{"path":"`+tt.path+`"}`)
+		want := `{"code":"not_found","message":"` + tt.want + `"}`
+		if status != http.StatusNotFound || strings.TrimSpace(string(body)) != want {
+			t.Errorf("%s %s = %d %s, want 404 %s", tt.method, tt.path, status, body, want)
+		}
+	}
+}
+
 // TestE2BListDirLarge: a directory whose listing is over a listing's
 // output limit (4 MiB, some 40,000 entries) is not held whole: ListDir is
 // refused with resource_exhausted (the SDK's RateLimitError) saying how

@@ -279,9 +279,10 @@ func TestWatchDirectory(t *testing.T) {
 			name: "not a directory",
 			args: `{"path":"a.txt"}`,
 			fake: fake{watch: func(api.WatchRequest) (*api.WatchResult, error) {
-				return nil, apiErr(400, api.CodeBadRequest, "Not a directory: a.txt", "")
+				// The sidecar's answer (errNotDirectory).
+				return nil, apiErr(400, api.CodeNotADirectory, "Not a directory: a.txt", "name a directory; read a file with GET /files/raw")
 			}},
-			want:  "Error [bad_request]: Not a directory: a.txt",
+			want:  "Error [not_a_directory]: Not a directory: a.txt\nHint: name a directory; read a file with GET /files/raw",
 			calls: []call{{"Watch", api.WatchRequest{Path: "a.txt", TimeoutSeconds: 10}}},
 		},
 	})

@@ -12,14 +12,21 @@ import (
 // tools (agentHint), an E2B SDK user (server/e2b/envd).
 type HintCommand struct {
 	cli     *regexp.Regexp
+	quoted  *regexp.Regexp // cli in single quotes; nil when cli has no backquote
 	instead string
 }
 
 // NewHintCommand is the command cli matches as the hints word it (a
 // regexp: "`boxkite session resume ([^`]+)`", its group the id the command
-// names), and instead what stands for it ($1: the group).
+// names), and instead what stands for it ($1: the group). A command in
+// backquotes matches in single quotes too ("'boxkite files ls DIR'"), the
+// form some hints (the sidecar's) and the CLI's own messages use.
 func NewHintCommand(cli, instead string) HintCommand {
-	return HintCommand{regexp.MustCompile(cli), instead}
+	c := HintCommand{cli: regexp.MustCompile(cli), instead: instead}
+	if strings.Contains(cli, "`") {
+		c.quoted = regexp.MustCompile(strings.ReplaceAll(cli, "`", "'"))
+	}
+	return c
 }
 
 // cliCommand finds a boxkite CLI command a hint names: quoted
@@ -31,8 +38,8 @@ var cliCommand = regexp.MustCompile("[`'(]boxkite [a-z]")
 // cliAside is a parenthesised aside that names a CLI command.
 var cliAside = regexp.MustCompile(" ?\\([^()]*[`'(]boxkite [a-z][^()]*\\)")
 
-// NamesCommand reports whether s names a boxkite CLI command, quoted or in
-// parentheses.
+// NamesCommand reports whether s names a boxkite CLI command, quoted
+// (in backquotes or single quotes) or in parentheses.
 func NamesCommand(s string) bool {
 	return cliCommand.MatchString(s) || strings.Contains(s, "boxkite doctor")
 }
@@ -47,6 +54,9 @@ func ReplaceCommands(hint string, cmds []HintCommand) string {
 	}
 	for _, c := range cmds {
 		hint = c.cli.ReplaceAllString(hint, c.instead)
+		if c.quoted != nil {
+			hint = c.quoted.ReplaceAllString(hint, c.instead)
+		}
 	}
 	return hint
 }
@@ -100,9 +110,10 @@ var toolCalls = []toolCall{
 	asTool("`boxkite volumes ls`", "list_sandbox_volumes", ""),
 	asTool("`boxkite volumes rm ID`", "delete_sandbox_volume", ""),
 	asTool("`boxkite mcp-connections ls`", "list_mcp_connections", ""),
-	// The sidecar's file refusals (sidecar/refusals.go), in the CLI's quotes.
-	asTool("'boxkite files ls DIR'", "ls", ""),
-	asTool("'boxkite files view PATH'", "view", ""),
+	// The sidecar's file refusals (sidecar/refusals.go), in the CLI's
+	// quotes (NewHintCommand matches them in either).
+	asTool("`boxkite files ls DIR`", "ls", ""),
+	asTool("`boxkite files view PATH`", "view", ""),
 }
 
 // operatorLimit is the hints' `boxkite doctor` for a limit of the host,

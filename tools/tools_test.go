@@ -447,9 +447,39 @@ func TestAgentHint(t *testing.T) {
 			"",
 		},
 		{
+			"single-quoted aside without a tool", &api.Error{Code: api.CodeValidation, Message: "nothing to install", Hint: "name what to install in apt_packages, python_packages or npm_packages ('boxkite images build --apt-package jq')"},
+			"Error [validation_error]: nothing to install\nHint: name what to install in apt_packages, python_packages or npm_packages",
+			"",
+		},
+		{
+			"single-quoted clause without a tool", &api.Error{Code: api.CodeValidation, Message: "secret K has no value", Hint: "ask the server's operator; 'boxkite secrets set K' gives it one"},
+			"Error [validation_error]: secret K has no value\nHint: ask the server's operator",
+			"",
+		},
+		{
 			"validation, no command", &api.Error{Code: api.CodeValidation, Message: "size_gb must be more than 0", Hint: "omit size_gb for the default of 1 GB"},
 			"Error [validation_error]: size_gb must be more than 0\nHint: omit size_gb for the default of 1 GB",
 			"",
 		},
 	})
+
+	// Any command the tools stand for reads as its tool in single quotes
+	// too, as the CLI quotes it (the sidecar's file refusals' ls and view:
+	// TestFileRefusalHints).
+	having := func(names ...string) func(string) bool {
+		return func(tool string) bool { return slices.Contains(names, tool) }
+	}
+	for _, tt := range []struct {
+		name, hint string
+		has        func(string) bool
+		want       string
+	}{
+		{"session ls quoted", "list your sandboxes with 'boxkite session ls'", having("list_sandboxes"), "list your sandboxes with `list_sandboxes`"},
+		{"resume quoted with an id", "resume it first: 'boxkite session resume sb1'", having("resume_sandbox"), "resume it first: `resume_sandbox` with session_id sb1"},
+		{"quoted without the tool", "resume it first: 'boxkite session resume sb1'", having("ls"), ""},
+	} {
+		if got := agentHint(tt.hint, tt.has); got != tt.want {
+			t.Errorf("%s: agentHint(%q) = %q, want %q", tt.name, tt.hint, got, tt.want)
+		}
+	}
 }

@@ -227,8 +227,9 @@ func runGoFlow(t *testing.T, s *servertest.Server, transport mcp.Transport) {
 		want string
 	}{
 		{"exec", map[string]any{"session_id": m[1], "command": "echo oops >&2; exit 3"}, "Error (exit code 3):\noops"},
-		{"view", map[string]any{"session_id": m[1], "path": "missing.txt"}, "Error [not_found]: File not found: missing.txt"},
-		// The API's hints name CLI commands; an agent reads the tools instead.
+		{"view", map[string]any{"session_id": m[1], "path": "missing.txt"}, "Error [not_found]: File not found: missing.txt\nHint: list what is there with `ls` (relative paths are in /workspace)"},
+		// The API's hints name CLI commands (the sidecar's in single
+		// quotes); an agent reads the tools instead.
 		{"exec", map[string]any{"session_id": id, "command": "true"}, "Error [conflict]: sandbox " + id + " is destroyed\nHint: create a new sandbox with `create_sandbox`"},
 		{"get_sandbox", map[string]any{"session_id": "00000000-0000-4000-8000-000000000000"}, "Error [not_found]: sandbox 00000000-0000-4000-8000-000000000000 not found\nHint: list your sandboxes with `list_sandboxes`"},
 		{"file_create", map[string]any{"session_id": m[1], "path": "x"}, `Error: file_create needs the parameter "content"`},
@@ -237,7 +238,7 @@ func runGoFlow(t *testing.T, s *servertest.Server, transport mcp.Transport) {
 		if !strings.HasPrefix(text, tc.want) || !isErr {
 			t.Errorf("%s(%v) = %q (isError %v), want a tool error starting %q", tc.tool, tc.args, text, isErr, tc.want)
 		}
-		if strings.Contains(text, "`boxkite ") {
+		if strings.Contains(text, "`boxkite ") || strings.Contains(text, "'boxkite ") {
 			t.Errorf("%s(%v) = %q names a CLI command the agent cannot run", tc.tool, tc.args, text)
 		}
 	}

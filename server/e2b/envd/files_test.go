@@ -144,7 +144,11 @@ func TestScriptErrorThroughAFile(t *testing.T) {
 // path with its symlinks resolved and named as the caller named the path
 // (under /home/user when asked there); a symlink that leads nowhere is
 // not_found. It answered "path 'P' is not a directory", naming the path
-// as asked, and a dangling symlink invalid_argument.
+// as asked, and a dangling symlink invalid_argument. A path that is not
+// there is not_found with envd's message, "path not found: lstat P: no
+// such file or directory", P the first part that is not there, symlinks
+// before it resolved (filepath.EvalSymlinks' error); it said "path 'P'
+// does not exist".
 func TestListDirOfAFile(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
@@ -154,7 +158,7 @@ func TestListDirOfAFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "sub", "f.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for link, to := range map[string]string{"lf": "sub/f.txt", "dangling": "nowhere"} {
+	for link, to := range map[string]string{"lf": "sub/f.txt", "dangling": "nowhere", "ld": "sub", "deep": "sub/gone/further"} {
 		if err := os.Symlink(to, filepath.Join(ws, link)); err != nil {
 			t.Fatal(err)
 		}
@@ -168,8 +172,15 @@ func TestListDirOfAFile(t *testing.T) {
 		{"/home/user/lf", connect.CodeInvalidArgument, "path is not a directory: /home/user/sub/f.txt"},
 		{"/workspace/lf", connect.CodeInvalidArgument, "path is not a directory: /workspace/sub/f.txt"},
 		{"/workspace/sub/../sub/f.txt", connect.CodeInvalidArgument, "path is not a directory: /workspace/sub/f.txt"},
-		{"dangling", connect.CodeNotFound, ""},
-		{"nope", connect.CodeNotFound, ""},
+		{"dangling", connect.CodeNotFound, "path not found: lstat /home/user/nowhere: no such file or directory"},
+		{"nope", connect.CodeNotFound, "path not found: lstat /home/user/nope: no such file or directory"},
+		{"nope/deeper/still", connect.CodeNotFound, "path not found: lstat /home/user/nope: no such file or directory"},
+		{"/workspace/nope/deeper", connect.CodeNotFound, "path not found: lstat /workspace/nope: no such file or directory"},
+		{"ld/gone/x", connect.CodeNotFound, "path not found: lstat /home/user/sub/gone: no such file or directory"},
+		{"deep", connect.CodeNotFound, "path not found: lstat /home/user/sub/gone: no such file or directory"},
+		{"sub/f.txt/x", connect.CodeNotFound, "path not found: lstat /home/user/sub/f.txt/x: not a directory"},
+		{"lf/x", connect.CodeNotFound, "path not found: lstat /home/user/sub/f.txt/x: not a directory"},
+		{"/workspace/a: b/c", connect.CodeNotFound, "path not found: lstat /workspace/a: b: no such file or directory"},
 	}
 	for _, tt := range tests {
 		p := absPath(tt.path)
@@ -189,6 +200,35 @@ func TestListDirOfAFile(t *testing.T) {
 		var ce *connect.Error
 		if tt.wantMsg != "" && (!errors.As(got, &ce) || ce.Message() != tt.wantMsg) {
 			t.Errorf("ls %s: message %v, want %q", tt.path, got, tt.wantMsg)
+		}
+	}
+}
+
+// TestStatMissing: Stat of a path that is not there is not_found with
+// envd's message (entryInfo: os.Lstat of the path), "file not found:
+// lstat P: no such file or directory", P the path as the caller named it;
+// it said "path 'P' does not exist".
+func TestStatMissing(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	for _, tt := range []struct{ path, want string }{
+		{"nope", "file not found: lstat /home/user/nope: no such file or directory"},
+		{"nope/deeper", "file not found: lstat /home/user/nope/deeper: no such file or directory"},
+		{"/workspace/nope", "file not found: lstat /workspace/nope: no such file or directory"},
+	} {
+		p := absPath(tt.path)
+		cmd := exec.Command("/bin/sh", "-c", "set -- "+shellQuote(inWorkspace(inSandbox(p)))+"\n"+statScript)
+		cmd.Dir = ws
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		exit := new(exec.ExitError)
+		if err := cmd.Run(); !errors.As(err, &exit) {
+			t.Fatalf("stat %s: %v, want a failure", tt.path, err)
+		}
+		got := scriptError("stat", p, exit.ExitCode(), stderr.String())
+		var ce *connect.Error
+		if !errors.As(got, &ce) || ce.Code() != connect.CodeNotFound || ce.Message() != tt.want {
+			t.Errorf("stat %s: %v, want not_found %q", tt.path, got, tt.want)
 		}
 	}
 }

@@ -139,7 +139,7 @@ func scriptError(op, what string, code int, stderr string) error {
 	}
 	switch code {
 	case exitNotFound:
-		return connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' does not exist", what))
+		return notFound(op, what, stderr)
 	case exitGoneAfter:
 		return connect.NewError(connect.CodeNotFound, fmt.Errorf("%w: %s", errGoneAfter, msg))
 	case exitExists:
@@ -152,6 +152,29 @@ func scriptError(op, what string, code int, stderr string) error {
 		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s %s: %s", op, what, msg))
 	}
 	return connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: %s", op, what, msg))
+}
+
+// notFound is the Connect error of a file script that found what not
+// there (exitNotFound). ListDir and Stat answer with envd's messages, the
+// SDKs' NotFoundError's: ListDir's names the first part of the path that
+// is not there, its symlinks resolved (missingCheck wrote "lstat P: …" to
+// stderr, P named as the caller named the path), Stat's the path itself
+// (entryInfo's os.Lstat).
+func notFound(op, what, stderr string) error {
+	switch op {
+	case "ls":
+		missing, why := what, "no such file or directory"
+		// The path may hold ": ", the reason does not.
+		if rest, ok := strings.CutPrefix(stderr, "lstat "); ok {
+			if i := strings.LastIndex(rest, ": "); i >= 0 {
+				missing, why = asAsked(what, fromWorkspace(rest[:i])), rest[i+2:]
+			}
+		}
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("path not found: lstat %s: %s", missing, why))
+	case "stat":
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("file not found: lstat %s: no such file or directory", what))
+	}
+	return connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' does not exist", what))
 }
 
 // inWorkspace writes a path under Home relative to the command's working
@@ -228,7 +251,7 @@ const (
 		`printf '%s\n' "$e" >&2` + "\n" +
 		`case $e in *': No such file or directory') exit 2 ;; esac` + "\n" +
 		`exit "$s"`
-	listScript = existsCheck + notDirCheck +
+	listScript = missingCheck + notDirCheck +
 		`{ e=$(LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
 		// find stopped by a signal (SIGPIPE: the listing passed its
 		// limit, stopAt) ends it: the links' walk would go over it all again.
@@ -258,6 +281,22 @@ func stopAt(script string, limit int64) string {
 		"s=$(exec 5>&1; { (\n%s\n) 4>&- 5>&-; echo $? >&5; } | head -c %d >&4 5>&-)\n"+
 		`exit "${s:-1}"`, script, limit+1)
 }
+
+// missingCheck ends the list script when $1 is not there: envd's ListDir
+// resolves the path's symlinks first (filepath.EvalSymlinks, dir.go's
+// followSymlink) and answers not_found "path not found: lstat <the first
+// part that is not there, symlinks before it resolved>: no such file or
+// directory", so the script walks the resolved path (realpath -m) to that
+// part and writes "lstat P: no such file or directory" to stderr, P in
+// the workspace "./…" as linkLoop writes one ("not a directory" when the
+// part before it is a file), and exits exitNotFound. A symlink that
+// leads nowhere is walked to its target's missing part, as envd's is.
+const missingCheck = `[ -e "$1" ] || { r=$(realpath -m -- "$1" && echo .) || { printf 'lstat %s: no such file or directory' "$1" >&2; exit 2; }; ` +
+	`r=${r%??}; rest=${r#/}; p=; why='no such file or directory'; ` +
+	`while :; do c=${rest%%/*}; q=$p/$c; ` +
+	`if ! [ -e "$q" ] && ! [ -L "$q" ]; then [ -z "$p" ] || [ -d "$p" ] || why='not a directory'; p=$q; break; fi; ` +
+	`p=$q; [ "$rest" = "$c" ] && break; rest=${rest#*/}; done; ` +
+	`w=$(pwd -P); case $p in "$w") p=. ;; "$w"/*) p=".${p#"$w"}" ;; esac; printf 'lstat %s: %s' "$p" "$why" >&2; exit 2; }` + "\n"
 
 // notDirCheck ends the list script when $1 is not a directory: envd's
 // ListDir resolves the path's symlinks first and answers invalid_argument

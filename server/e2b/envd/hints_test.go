@@ -52,6 +52,9 @@ func TestE2BHint(t *testing.T) {
 		// No SDK call: left out.
 		{"list images with `boxkite images ls`", ""},
 		{"move large files with PUT /files/raw and GET /files/raw (boxkite files cp), or edit them with exec", ""},
+		// In single quotes, as the sidecar's hints and some of /v1's quote them.
+		{"list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)", ""},
+		{"resume it first: 'boxkite session resume sb1'", "resume it first: `Sandbox.connect('sb1')`"},
 		// No command: as it is.
 		{"boxkite sandboxes reach no network: leave allowInternetAccess unset", "boxkite sandboxes reach no network: leave allowInternetAccess unset"},
 		{"name the file without a backslash, or read and write it with commands.run", "name the file without a backslash, or read and write it with commands.run"},
