@@ -498,3 +498,73 @@ func TestClone3Refused(t *testing.T) {
 		}
 	}
 }
+
+// TestCloneParentPlacesByClone3: a Spawner's jail is cloned with
+// CLONE_PARENT, which clone3 refuses with an exit signal (EINVAL), and a
+// refused clone3 falls back to the child's write of its pid to
+// cgroup.procs: the global lock again. The jail's clone with CLONE_PARENT
+// and a new cgroup namespace must be clone3's: only then is the
+// namespace rooted at the sandbox's cgroup2 directory ("0::/" in the
+// jail's first read of /proc/self/cgroup); after the fallback's write it
+// names the sandbox's directory below the parent's. The clone runs in a
+// child process of the test (CLONE_PARENT makes the jail the test's own
+// child, reaped here).
+func TestCloneParentPlacesByClone3(t *testing.T) {
+	if out := os.Getenv("BOXKITE_TEST_CLONE_PARENT"); out != "" {
+		spec := Spec{HostIDBase: testBase, CgroupDirs: strings.Split(os.Getenv("BOXKITE_TEST_CLONE_PARENT_DIRS"), ",")}
+		f, err := os.Create(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
+		cmd.Stdout, cmd.Stderr = f, f
+		cmd.SysProcAttr = sysProcAttr(spec)
+		cmd.SysProcAttr.Cloneflags &^= unix.CLONE_NEWPID
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_PARENT
+		if err := startOwned(cmd, spec); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("jail pid %d\n", cmd.Process.Pid)
+		return
+	}
+	c := realCgroups(t)
+	name := fmt.Sprintf("jailtest.cloneparent.%d", os.Getpid())
+	cg, err := c.Create(name, Limits{Pids: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cg.Remove(context.Background()) })
+	out := filepath.Join(t.TempDir(), "cgroup")
+	if err := os.Chmod(filepath.Dir(out), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command(os.Args[0], "-test.run=^TestCloneParentPlacesByClone3$", "-test.v")
+	helper.Env = append(os.Environ(), "BOXKITE_TEST_CLONE_PARENT="+out, "BOXKITE_TEST_CLONE_PARENT_DIRS="+strings.Join(cg.Dirs, ","))
+	report, err := helper.CombinedOutput()
+	if err != nil {
+		t.Fatalf("clone helper: %v\n%s", err, report)
+	}
+	var pid int
+	for _, line := range strings.Split(string(report), "\n") {
+		if _, err := fmt.Sscanf(line, "jail pid %d", &pid); err == nil {
+			break
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("clone helper named no jail:\n%s", report)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil {
+		t.Fatalf("reap the jail %d (CLONE_PARENT: the test's child): %v", pid, err)
+	}
+	if !ws.Exited() || ws.ExitStatus() != 0 {
+		t.Fatalf("the jail ended %v", ws)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\n0::/\n") && !strings.HasPrefix(string(b), "0::/\n") {
+		t.Errorf("the jail's cgroup namespace is not rooted at its cgroup2 directory (clone3 not taken):\n%s", b)
+	}
+}

@@ -121,8 +121,7 @@ func forkJail(path string, argv, env []string, dir string, files []int, attr *sy
 		a.place = place.write
 		if place.dir >= 0 {
 			a.clone3 = true
-			// clone3 takes the exit signal apart from the flags.
-			a.cargs = cloneArgs{flags: uint64(a.flags&^0xff) | unix.CLONE_INTO_CGROUP, exitSignal: uint64(unix.SIGCHLD), cgroup: uint64(place.dir)}
+			a.cargs = cloneArgs{flags: uint64(a.flags&^0xff) | unix.CLONE_INTO_CGROUP, exitSignal: clone3ExitSignal(a.flags), cgroup: uint64(place.dir)}
 		}
 	}
 	uidMap, gidMap := formatIDMap(attr.UidMappings), formatIDMap(attr.GidMappings)
@@ -502,4 +501,17 @@ fail:
 	for {
 		_, _, _ = syscall.RawSyscall(unix.SYS_EXIT, 253, 0, 0)
 	}
+}
+
+// clone3ExitSignal is clone3's exit signal for a clone with flags: clone3
+// takes it apart from the flags, and refuses any with CLONE_PARENT
+// (clone3_args_valid: EINVAL), as a Spawner's jails are cloned. With
+// CLONE_PARENT the kernel gives the child the caller's own exit signal
+// whatever was asked (copy_process: current->group_leader->exit_signal),
+// as clone does: so 0 there, SIGCHLD otherwise.
+func clone3ExitSignal(flags uintptr) uint64 {
+	if flags&unix.CLONE_PARENT != 0 {
+		return 0
+	}
+	return uint64(unix.SIGCHLD)
 }
