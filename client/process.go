@@ -78,7 +78,8 @@ func (c *Client) StreamProcess(ctx context.Context, id, pid string, since int64,
 	return exit, err
 }
 
-// readProcessEvents reads server-sent events until the exit event. Lines are
+// readProcessEvents reads server-sent events until the exit event, or an
+// error event, whose error it returns (an *api.Error). Lines are
 // read with bufio.Reader, which has no length limit: one output event may
 // carry a large chunk.
 func readProcessEvents(r io.Reader, fn func(api.ProcessEvent) error) (*api.ProcessEvent, error) {
@@ -116,6 +117,14 @@ func readProcessEvents(r io.Reader, fn func(api.ProcessEvent) error) (*api.Proce
 				if err := fn(ev); err != nil {
 					return nil, err
 				}
+			case api.ProcessEventError:
+				if ev.Error == nil {
+					return nil, errors.New("process stream ended with an error event without its error")
+				}
+				if ev.Error.Status == 0 {
+					ev.Error.Status = api.StatusOf(ev.Error.Code)
+				}
+				return nil, ev.Error
 			}
 			// Unknown event types are skipped: newer servers may add some.
 		case strings.HasPrefix(line, ":"):

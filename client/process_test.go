@@ -48,6 +48,19 @@ func TestStreamProcess(t *testing.T) {
 			wantExit: &api.ProcessEvent{Type: "exit", Status: "stopped"},
 		},
 		{
+			name: "an error event ends it as an error",
+			body: "event: output\ndata: {\"type\":\"output\",\"stdout_chunk\":\"a\",\"next_offset\":1}\n\n" +
+				"event: error\ndata: {\"type\":\"error\",\"error\":{\"code\":\"sandbox_operation_failed\",\"message\":\"cut\",\"hint\":\"again\"}}\n\n" +
+				"event: exit\ndata: {\"type\":\"exit\",\"status\":\"exited\"}\n\n",
+			want:    []api.ProcessEvent{{Type: "output", StdoutChunk: "a", NextOffset: 1}},
+			wantErr: "cut [sandbox_operation_failed]",
+		},
+		{
+			name:    "an error event without its error",
+			body:    "event: error\ndata: {}\n\n",
+			wantErr: "process stream ended with an error event without its error",
+		},
+		{
 			name:    "cut short",
 			body:    "event: output\ndata: {\"type\":\"output\",\"stdout_chunk\":\"a\"}\n\n",
 			want:    []api.ProcessEvent{{Type: "output", StdoutChunk: "a"}},

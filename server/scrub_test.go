@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
@@ -393,5 +397,66 @@ func TestExecStreamLineCap(t *testing.T) {
 	// The command ran to its end: its audit entry has its exit code.
 	if entry := lastLogEntry(t, e, sb.ID); entry.ExitCode == nil || *entry.ExitCode != 4 {
 		t.Errorf("audit entry %+v, want exit code 4", entry)
+	}
+}
+
+// TestProcessStreamEventCap: a scrubbed process event stream holds one
+// event at a time, and an event longer than hold.StreamLine (832 KiB) is
+// not held to its end: the client gets the output before it, then an
+// error event naming the cap, and nothing after it, the exit event
+// neither. No part of a secret that straddles the cap leaves: the event
+// is dropped, not cut. The Go client's reader returns it as the error.
+func TestProcessStreamEventCap(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	e.Server.SetScrubIdle(time.Hour)
+	const prefix = "event: output\ndata: " + `{"type":"output","stdout_chunk":"` // how the long event starts
+	// The key starts 10 bytes before the event reaches 832 KiB; 4 MiB in all.
+	long := strings.Repeat("x", 832<<10-len(prefix)-10) + awsKey + strings.Repeat("y", 4<<20)
+	e.Sidecar.Route("GET /process/{id}/stream", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range []api.ProcessEvent{
+			{Type: api.ProcessEventOutput, StdoutChunk: "before\n", NextOffset: 7},
+			{Type: api.ProcessEventOutput, StdoutChunk: long, NextOffset: int64(7 + len(long))},
+			{Type: api.ProcessEventOutput, StdoutChunk: "after\n", NextOffset: int64(13 + len(long))},
+			{Type: api.ProcessEventExit, Status: api.ProcessExited},
+		} {
+			b, _ := json.Marshal(ev)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b)
+			w.(http.Flusher).Flush()
+		}
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	resp, body := e.do("GET", sandboxPath(sb.ID, "/processes/proc_1/stream"), e.KeyA, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %d %.300s", resp.StatusCode, body)
+	}
+	if len(body) > 64<<10 {
+		t.Fatalf("stream of %d bytes, want the long event dropped", len(body))
+	}
+	for _, part := range []string{"AKIA", "EXAMPLE", "xxx", "yyy", "after", "event: exit"} {
+		if strings.Contains(string(body), part) {
+			t.Errorf("stream %s holds %q of the long event or what followed it", body, part)
+		}
+	}
+	want := "event: output\ndata: " + `{"type":"output","stdout_chunk":"before\n","next_offset":7}` + "\n\nevent: error\ndata: "
+	if !strings.HasPrefix(string(body), want) {
+		t.Fatalf("stream %q, want the output before the long event, then an error event, and nothing more", body)
+	}
+
+	c := client.New(e.URL, e.KeyA)
+	var got []api.ProcessEvent
+	exit, err := c.StreamProcess(t.Context(), sb.ID, "proc_1", 0, func(ev api.ProcessEvent) error {
+		got = append(got, ev)
+		return nil
+	})
+	var apiErr *api.Error
+	if exit != nil || !errors.As(err, &apiErr) {
+		t.Fatalf("StreamProcess: exit %+v, error %v, want the error event's *api.Error", exit, err)
+	}
+	if apiErr.Code != api.CodeSandboxFailed || !strings.Contains(apiErr.Message, "an event of more than 832 KiB") || apiErr.Hint == "" {
+		t.Errorf("error %+v, want sandbox_operation_failed naming the cap, with a hint", apiErr)
+	}
+	if diff := cmp.Diff([]api.ProcessEvent{{Type: api.ProcessEventOutput, StdoutChunk: "before\n", NextOffset: 7}}, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

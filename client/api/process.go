@@ -57,14 +57,19 @@ type ProcessOutput struct {
 }
 
 // Process stream (GET /process/{id}/stream, text/event-stream) event types,
-// both as the SSE event name and as ProcessEvent.Type.
+// both as the SSE event name and as ProcessEvent.Type. An error event
+// (ProcessEventError, Error set, as an exec stream's EventError) is the
+// control plane's, and ends the stream without an exit event: a scrubbed
+// stream whose event in progress went over the cap it holds.
 const (
 	ProcessEventOutput = "output"
 	ProcessEventExit   = "exit"
+	ProcessEventError  = "error"
 )
 
 // ProcessEvent is the data of one server-sent event of a process stream:
-// output events as output happens, then one exit event.
+// output events as output happens, then one exit event, or an error event
+// that ends the stream instead.
 type ProcessEvent struct {
 	Type        string `json:"type"`
 	StdoutChunk string `json:"stdout_chunk,omitempty"` // output
@@ -72,6 +77,7 @@ type ProcessEvent struct {
 	Truncated   bool   `json:"truncated,omitempty"`    // output
 	Status      string `json:"status,omitempty"`       // exit
 	ExitCode    *int   `json:"exit_code,omitempty"`    // exit
+	Error       *Error `json:"error,omitempty"`        // error
 }
 
 // ProcessInputRequest is the body of POST /process/{id}/input.

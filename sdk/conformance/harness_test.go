@@ -116,6 +116,10 @@ func startServers(t *testing.T) *servers {
 			s.flakyWatch(w, r, proxy)
 			return
 		}
+		if r.URL.Path == cutStreamPath {
+			cutProcessStream(w)
+			return
+		}
 		if f, ok := refusals[key]; ok && (f.times == 0 || n <= f.times) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set(api.HeaderRetryAfter, "1")
@@ -173,6 +177,27 @@ func startServers(t *testing.T) *servers {
 
 // watchPath is a sandbox's audit log stream.
 var watchPath = regexp.MustCompile(`^/v1/sandboxes/[^/]+/watch$`)
+
+// cutStreamPath is a process stream the flaky proxy answers itself
+// (case process_stream_error_event): one output event, then the error
+// event of a scrubbed stream cut at an event over its cap, as the
+// control plane sends it (scrub.SSE), and an exit event no client may
+// read past the error to.
+const cutStreamPath = "/v1/sandboxes/sb-cut/processes/p1/stream"
+
+func cutProcessStream(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, ev := range []api.ProcessEvent{
+		{Type: api.ProcessEventOutput, StdoutChunk: "before\n", NextOffset: 7},
+		{Type: api.ProcessEventError, Error: api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed,
+			"the sandbox's process stream had an event of more than 832 KiB; the rest of it was dropped").
+			WithHint("stream again with ?since_offset= the last output event's next_offset")},
+		{Type: api.ProcessEventExit, Status: api.ProcessExited},
+	} {
+		b, _ := json.Marshal(ev)
+		_, _ = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, b)
+	}
+}
 
 // flakyWatch passes the first watch stream through until its first event,
 // then breaks the connection mid-stream (case log_follow_reconnect): the

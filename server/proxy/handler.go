@@ -257,7 +257,7 @@ func (s *Service) reserveHeld(rt proxyRoute, sb *model.Sandbox) (func(), error) 
 // heldHint is the way around a held-output refusal of an interpreter run
 // or a process output page, which have no output limit to ask less of.
 const heldHint = "retry when your account's other JSON execs, interpreter runs and process output reads have answered, " +
-	"or stream instead: a streamed exec (`Accept: application/x-ndjson`) or a process's event stream (GET …/processes/{pid}/stream) holds nothing"
+	"or stream instead: a streamed exec (`Accept: application/x-ndjson`) or a process's event stream (GET …/processes/{pid}/stream) holds one line or event at a time and is not limited"
 
 // scrubber wraps w for a route whose answer carries command output, when
 // r's account scrubs it. finish passes on what is held; call it once the
@@ -268,7 +268,9 @@ func (s *Service) scrubber(rt proxyRoute, r *http.Request, w http.ResponseWriter
 	}
 	switch {
 	case rt.flags&scrubsProcessStream != 0:
-		ss := scrub.NewSSE(w, s.d.ScrubIdle())
+		// Scrubbed event by event, an event cut at what a JSON answer
+		// holds (hold.StreamLine).
+		ss := scrub.NewSSE(w, s.d.ScrubIdle(), hold.StreamLine)
 		return ss, func() { ss.FlushHeld(); ss.Stop() }
 	case rt.flags&scrubsInterpreter != 0:
 		// A JSON result held whole, or a stream (Accept:

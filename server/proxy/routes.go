@@ -172,7 +172,7 @@ var docs = map[string]httpx.RouteDoc{
 	"GET /processes":                {Summary: "List background processes", Response: api.ProcessList{}},
 	"POST /processes/kill-all":      {Summary: "Stop every background process", Response: api.KillAllResult{}},
 	"GET /processes/{pid}/output":   {Summary: "A process's output since an offset", Response: api.ProcessOutput{}, Query: []string{"since_offset"}},
-	"GET /processes/{pid}/stream":   {Summary: "Server-sent events of a process's output, then its exit", Response: api.ProcessEvent{}, Produces: "text/event-stream", Query: []string{"since_offset"}},
+	"GET /processes/{pid}/stream":   {Summary: "Server-sent events of a process's output, then its exit (or an error event that ends the stream)", Response: api.ProcessEvent{}, Produces: "text/event-stream", Query: []string{"since_offset"}},
 	"POST /processes/{pid}/input":   {Summary: "Write to a process's stdin", Request: api.ProcessInputRequest{}, Response: api.ProcessInputResult{}},
 	"POST /processes/{pid}/stop":    {Summary: "Stop a process", Response: api.ProcessStopResult{}},
 	"POST /interpreter/exec":        {Summary: "Run Python code in the sandbox's persistent interpreter", Request: api.InterpreterExecRequest{}, Response: api.InterpreterExecResult{}},

@@ -499,6 +499,26 @@ func TestClone3Refused(t *testing.T) {
 	}
 }
 
+// TestClone3Args: clone3 gets clone's flags without the exit signal, and
+// the exit signal apart, but none with CLONE_PARENT (a Spawner's jail),
+// which clone3 refuses with EINVAL and clone ignores.
+func TestClone3Args(t *testing.T) {
+	const ns = unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS
+	tests := []struct {
+		name  string
+		flags uintptr
+		want  cloneArgs
+	}{
+		{"own child", ns | uintptr(unix.SIGCHLD), cloneArgs{flags: ns | unix.CLONE_INTO_CGROUP, exitSignal: uint64(unix.SIGCHLD), cgroup: 9}},
+		{"our parent's child", ns | unix.CLONE_PARENT | uintptr(unix.SIGCHLD), cloneArgs{flags: ns | unix.CLONE_PARENT | unix.CLONE_INTO_CGROUP, cgroup: 9}},
+	}
+	for _, tt := range tests {
+		if got := clone3Args(tt.flags, 9); got != tt.want {
+			t.Errorf("%s: clone3Args(%#x, 9) = %+v, want %+v", tt.name, tt.flags, got, tt.want)
+		}
+	}
+}
+
 // TestCloneParentPlacesByClone3: a Spawner's jail is cloned with
 // CLONE_PARENT, which clone3 refuses with an exit signal (EINVAL), and a
 // refused clone3 falls back to the child's write of its pid to

@@ -86,6 +86,20 @@ type cloneArgs struct {
 	cgroup     uint64
 }
 
+// clone3Args is clone3's struct for clone's flags (the exit signal in
+// their low byte) into the cgroup2 directory cgroupFD. clone3 takes the
+// exit signal apart from the flags, and refuses one with CLONE_PARENT
+// (EINVAL: clone3_args_valid), where clone ignores it: a child of our
+// parent gets the exit signal our thread group leader has
+// (copy_process), so it is 0 then, the same child (a Spawner's jail).
+func clone3Args(flags uintptr, cgroupFD int) cloneArgs {
+	args := cloneArgs{flags: uint64(flags&^0xff) | unix.CLONE_INTO_CGROUP, exitSignal: uint64(flags & 0xff), cgroup: uint64(cgroupFD)}
+	if flags&unix.CLONE_PARENT != 0 {
+		args.exitSignal = 0
+	}
+	return args
+}
+
 // cloneArgsSize is clone3's size argument; a test makes it one the
 // kernel refuses (E2BIG), as a kernel without CLONE_INTO_CGROUP would.
 var cloneArgsSize = unsafe.Sizeof(cloneArgs{})
@@ -121,7 +135,7 @@ func forkJail(path string, argv, env []string, dir string, files []int, attr *sy
 		a.place = place.write
 		if place.dir >= 0 {
 			a.clone3 = true
-			a.cargs = cloneArgs{flags: uint64(a.flags&^0xff) | unix.CLONE_INTO_CGROUP, exitSignal: clone3ExitSignal(a.flags), cgroup: uint64(place.dir)}
+			a.cargs = clone3Args(a.flags, place.dir)
 		}
 	}
 	uidMap, gidMap := formatIDMap(attr.UidMappings), formatIDMap(attr.GidMappings)
@@ -501,17 +515,4 @@ fail:
 	for {
 		_, _, _ = syscall.RawSyscall(unix.SYS_EXIT, 253, 0, 0)
 	}
-}
-
-// clone3ExitSignal is clone3's exit signal for a clone with flags: clone3
-// takes it apart from the flags, and refuses any with CLONE_PARENT
-// (clone3_args_valid: EINVAL), as a Spawner's jails are cloned. With
-// CLONE_PARENT the kernel gives the child the caller's own exit signal
-// whatever was asked (copy_process: current->group_leader->exit_signal),
-// as clone does: so 0 there, SIGCHLD otherwise.
-func clone3ExitSignal(flags uintptr) uint64 {
-	if flags&unix.CLONE_PARENT != 0 {
-		return 0
-	}
-	return uint64(unix.SIGCHLD)
 }

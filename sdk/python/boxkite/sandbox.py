@@ -172,7 +172,9 @@ class Processes:
 
     def stream(self, pid: str, since_offset: Optional[int] = None) -> Iterator[dict]:
         """The process's output events, then its exit event; a broken
-        stream is resumed from the last offset seen."""
+        stream is resumed from the last offset seen. An error event ends
+        it, raised as a BoxkiteError (sandbox_operation_failed: the
+        stream was cut)."""
         offset = since_offset
         failures = 0
         while True:
@@ -187,6 +189,10 @@ class Processes:
             try:
                 for _, data in sse(resp):
                     ev = json.loads(data)
+                    if ev.get("type") == "error":
+                        # The stream was cut (a scrubbed stream's event over
+                        # the cap it holds): raised, never resumed.
+                        raise_event_error(ev)
                     failures = 0
                     if ev.get("type") == "output" and ev.get("next_offset") is not None:
                         offset = ev["next_offset"]

@@ -354,20 +354,27 @@ impl Iterator for ExecStream {
             ExecEvent::Stdout { data } => self.stdout.push_str(data),
             ExecEvent::Stderr { data } => self.stderr.push_str(data),
             ExecEvent::Exit { .. } => self.result = Some(ev.clone()),
-            ExecEvent::Error { error } => {
-                let s = |k: &str| error.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
-                let mut e = Error::new(&s("code"), s("message"), s("hint"));
-                e.request_id = s("request_id");
-                e.status = match e.code.as_str() {
-                    "sandbox_lost" => 410,
-                    "sandbox_operation_failed" => 502,
-                    _ => 0,
-                };
-                return Some(Err(e));
-            }
+            ExecEvent::Error { error } => return Some(Err(event_error(error))),
         }
         Some(Ok(ev))
     }
+}
+
+/// The error a stream's {"type":"error"} event carries (its `error`).
+fn event_error(error: &Value) -> Error {
+    let s = |k: &str| error.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    let code = s("code");
+    let mut e = Error::new(if code.is_empty() { "internal_error" } else { &code }, s("message"), s("hint"));
+    if e.message.is_empty() {
+        e.message = "the stream ended with an error".to_string();
+    }
+    e.request_id = s("request_id");
+    e.status = match e.code.as_str() {
+        "sandbox_lost" => 410,
+        "sandbox_operation_failed" => 502,
+        _ => 0,
+    };
+    e
 }
 
 /// Files of one sandbox. Relative paths are under /workspace.
@@ -583,6 +590,8 @@ impl Processes<'_> {
     }
 
     /// The process's output events, then its exit event, until it ends.
+    /// An error event ends it as an Err (sandbox_operation_failed: the
+    /// stream was cut, a scrubbed stream's event over the cap it holds).
     pub fn stream(&self, pid: &str, since_offset: i64) -> Result<impl Iterator<Item = Result<Value>>> {
         let resp = self.sb.t.send(
             Req::new("GET", self.sb.path(&format!("/processes/{}/stream", seg(pid)))).query("since_offset", since_offset).header("Accept", "text/event-stream").stream_types(SSE_TYPES).timeout(None),
@@ -594,7 +603,10 @@ impl Processes<'_> {
             }
             Some(ev.and_then(|ev| {
                 let v: Value = serde_json::from_str(&ev.data).map_err(|e| Error::new(crate::CODE_BAD_RESPONSE, e.to_string(), ""))?;
-                done = v["type"] == "exit";
+                done = v["type"] == "exit" || v["type"] == "error";
+                if v["type"] == "error" {
+                    return Err(event_error(&v["error"]));
+                }
                 Ok(v)
             }))
         }))

@@ -1473,7 +1473,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Server-sent events of a process's output, then its exit */
+        /** Server-sent events of a process's output, then its exit (or an error event that ends the stream) */
         get: operations["get_sandboxes_id_processes_pid_stream"];
         put?: never;
         post?: never;
@@ -2495,6 +2495,7 @@ export interface components {
             url?: string;
         };
         ProcessEvent: {
+            error?: components["schemas"]["Error"];
             exit_code?: number;
             next_offset?: number;
             status?: string;
@@ -10997,7 +10998,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-sent events of a process's output, then its exit */
+            /** @description Server-sent events of a process's output, then its exit (or an error event that ends the stream) */
             200: {
                 headers: {
                     [name: string]: unknown;

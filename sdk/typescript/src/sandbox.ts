@@ -216,7 +216,10 @@ export class Processes {
     return this.sb.t.json("GET", this.sb.path(`/processes/${seg(pid)}/output`), { query: { since_offset: sinceOffset } });
   }
 
-  /** The process's output events, then its exit event; a broken stream resumes from the last offset. */
+  /**
+   * The process's output events, then its exit event; a broken stream resumes from the last offset.
+   * An error event ends it, thrown as a BoxkiteError (sandbox_operation_failed: the stream was cut).
+   */
   async *stream(pid: string, sinceOffset?: number): AsyncGenerator<ProcessEvent> {
     let offset = sinceOffset;
     for (let failures = 0; failures <= STREAM_RETRIES; failures++) {
@@ -229,6 +232,9 @@ export class Processes {
         });
         for await (const ev of sse(resp.body)) {
           const e = JSON.parse(ev.data) as ProcessEvent;
+          // An error event (a scrubbed stream cut at an event over the
+          // cap it holds) ends the stream: thrown, never resumed.
+          if (e.type === "error") throw eventError(e);
           failures = 0;
           if (e.type === "output" && e.next_offset !== undefined) offset = e.next_offset;
           yield e;

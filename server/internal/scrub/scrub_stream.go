@@ -263,9 +263,15 @@ func (n *NDJSON) redacted() bool {
 	return n.out[api.EventStdout].Redacted() || n.out[api.EventStderr].Redacted()
 }
 
-// sseScrubber scrubs a process's event stream: the stdout_chunk of output
+// SSE scrubs a process's event stream: the stdout_chunk of output
 // events, with next_offset pointing past what was sent, so a client that
-// resumes from it gets what was held back.
+// resumes from it gets what was held back. It holds the event in
+// progress and what the redactor holds back, not the stream: an event
+// longer than maxEvent is not held to its end (Stream.overLine): what was
+// held back goes out, then an error event (event: error, its data's
+// error sandbox_operation_failed, as an exec stream's), and the rest of the stream
+// is dropped, its exit event too. The sidecar's events are far shorter
+// (one carries at most one read of the process's output).
 type SSE struct {
 	Stream
 	sr     tools.StreamRedactor
@@ -273,10 +279,22 @@ type SSE struct {
 	errW   error
 }
 
-func NewSSE(w http.ResponseWriter, idle time.Duration) *SSE {
+// NewSSE scrubs a process's event stream on its way to w; maxEvent (0:
+// no cap) bounds the event it holds.
+func NewSSE(w http.ResponseWriter, idle time.Duration, maxEvent int) *SSE {
 	s := &SSE{}
 	s.init(w, "text/event-stream", idle, func() bool { return s.sr.Held() > 0 }, s.sendHeld)
+	s.capLines(maxEvent, s.eventTooLong)
 	return s
+}
+
+// eventTooLong ends the stream with an error event naming the cap; under mu.
+func (s *SSE) eventTooLong() {
+	b, _ := json.Marshal(api.ProcessEvent{Type: api.ProcessEventError, Error: api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed,
+		"the sandbox's process stream had an event of more than %s; the rest of it was dropped", sizeText(s.maxLine)).
+		WithHint("the sidecar sends output in events of one read each, so its stream was broken: " +
+			"stream again with ?since_offset= the last output event's next_offset, or read GET …/processes/{pid}/output")})
+	s.write([]byte("event: " + api.ProcessEventError + "\ndata: " + string(b) + "\n\n"))
 }
 
 func (s *SSE) Write(p []byte) (int, error) {

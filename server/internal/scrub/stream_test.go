@@ -14,21 +14,23 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
-// TestStreamLineCap: the NDJSON scrubbers (an exec's, an interpreter
-// run's) cut their stream at a line longer than maxLine, whether it comes
-// in pieces or whole in one write with its newline: the lines before it
-// pass, scrubbed, the output held back goes out, then one event naming
-// the cap, and nothing after. A secret straddling the cap does not leave
-// in part.
+// TestStreamLineCap: the stream scrubbers (an exec's NDJSON, an
+// interpreter run's, a process's server-sent events) cut their stream at
+// a line or event longer than maxLine, whether it comes in pieces or
+// whole in one write with its end: the lines before it pass, scrubbed,
+// the output held back goes out, then one event naming the cap, and
+// nothing after. A secret straddling the cap does not leave in part.
 func TestStreamLineCap(t *testing.T) {
 	const maxLine = 64 << 10
 	const key = "AKIAIOSFODNN7EXAMPLE"
 	// A line whose key starts 10 bytes before maxLine.
-	longLine := func(first string) string {
-		return first + strings.Repeat("x", maxLine-len(first)-10) + key + strings.Repeat("y", 2*maxLine) + "\"}\n"
+	longUnit := func(first, end string) string {
+		return first + strings.Repeat("x", maxLine-len(first)-10) + key + strings.Repeat("y", 2*maxLine) + end
 	}
+	longLine := func(first string) string { return longUnit(first, "\"}\n") }
 	streams := []struct {
 		name   string
+		kind   string // Content-Type; NDJSON when ""
 		new    func(w http.ResponseWriter) http.ResponseWriter
 		before string // an output line, its text ending in a word held back
 		long   string
@@ -86,6 +88,45 @@ func TestStreamLineCap(t *testing.T) {
 				t.Errorf("failed line %+v, want sandbox_operation_failed naming the cap, with a hint", f)
 			}
 		},
+	}, {
+		name: "process",
+		kind: "text/event-stream",
+		new:  func(w http.ResponseWriter) http.ResponseWriter { return NewSSE(w, time.Hour, maxLine) },
+		before: "event: output\ndata: " + `{"type":"output","stdout_chunk":"before key ` + key + ` held","next_offset":27}` + "\n\n" +
+			": keep-alive\n\n",
+		long: longUnit("event: output\ndata: "+`{"type":"output","stdout_chunk":"`, `","next_offset":9999999}`+"\n\n"),
+		after: "event: output\ndata: " + `{"type":"output","stdout_chunk":"after","next_offset":10000004}` + "\n\n" +
+			"event: exit\ndata: " + `{"type":"exit","status":"exited","exit_code":0}` + "\n\n",
+		want: func(t *testing.T, lines []string) {
+			var names []string
+			var output string
+			var e api.Error
+			for _, l := range lines {
+				switch {
+				case strings.HasPrefix(l, "event: "):
+					names = append(names, strings.TrimPrefix(l, "event: "))
+				case strings.HasPrefix(l, "data: "):
+					var ev api.ProcessEvent
+					if err := json.Unmarshal([]byte(strings.TrimPrefix(l, "data: ")), &ev); err != nil {
+						t.Fatalf("line %q: %v", l, err)
+					}
+					output += ev.StdoutChunk
+					if ev.Type == api.ProcessEventError && ev.Error != nil {
+						e = *ev.Error
+					}
+				}
+			}
+			if diff := cmp.Diff([]string{"output", "output", "error"}, names); diff != "" {
+				t.Fatalf("events (-want +got):\n%s\nstream %q", diff, lines)
+			}
+			if output != "before key [REDACTED_AWS_KEY] held" {
+				t.Errorf("output %q, want the first event's, scrubbed, whole", output)
+			}
+			if diff := cmp.Diff([]string{api.CodeSandboxFailed, "the sandbox's process stream had an event of more than 64 KiB; the rest of it was dropped"},
+				[]string{e.Code, e.Message}); diff != "" || e.Hint == "" {
+				t.Errorf("error event (-want +got):\n%s(hint %q)", diff, e.Hint)
+			}
+		},
 	}}
 	writes := []struct {
 		name  string
@@ -104,7 +145,11 @@ func TestStreamLineCap(t *testing.T) {
 		for _, wr := range writes {
 			t.Run(st.name+"/"+wr.name, func(t *testing.T) {
 				rec := httptest.NewRecorder()
-				rec.Header().Set("Content-Type", api.ContentTypeNDJSON)
+				kind := api.ContentTypeNDJSON
+				if st.kind != "" {
+					kind = st.kind
+				}
+				rec.Header().Set("Content-Type", kind)
 				w := st.new(rec)
 				w.WriteHeader(http.StatusOK)
 				for _, p := range wr.split(st.before + st.long + st.after) {
