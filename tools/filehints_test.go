@@ -16,10 +16,14 @@ import (
 // cannot run.
 func TestFileRefusalHints(t *testing.T) {
 	// The sidecar's texts (tools does not import it).
-	lsFile := &api.Error{Status: http.StatusBadRequest, Code: api.CodeNotADirectory, Message: "Not a directory: /workspace/a.txt",
-		Hint: "ls lists a directory; read a file with 'boxkite files view PATH', or list the directory it is in"}
-	missing := &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: "File not found: /workspace/b.txt",
-		Hint: "list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)"}
+	lsFile := &api.Error{
+		Status: http.StatusBadRequest, Code: api.CodeNotADirectory, Message: "Not a directory: /workspace/a.txt",
+		Hint: "ls lists a directory; read a file with 'boxkite files view PATH', or list the directory it is in",
+	}
+	missing := &api.Error{
+		Status: http.StatusNotFound, Code: api.CodeNotFound, Message: "File not found: /workspace/b.txt",
+		Hint: "list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)",
+	}
 	f := &fake{
 		list: func(api.LsRequest) (*api.LsResult, error) { return nil, lsFile },
 		view: func(api.ViewRequest) (*api.ViewResult, error) { return nil, missing },
@@ -32,14 +36,22 @@ func TestFileRefusalHints(t *testing.T) {
 	for _, tt := range []struct {
 		name, got, want string
 	}{
-		{"Default's ls of a file", Call(ctx, Default(), f, "ls", lsArgs),
-			"Error [not_a_directory]: Not a directory: /workspace/a.txt\nHint: ls lists a directory; read a file with `view`, or list the directory it is in"},
-		{"ls alone of a file", ls.Call(ctx, f, lsArgs),
-			"Error [not_a_directory]: Not a directory: /workspace/a.txt\nHint: ls lists a directory"},
-		{"Default's view of a missing file", Call(ctx, Default(), f, "view", viewArgs),
-			"Error [not_found]: File not found: /workspace/b.txt\nHint: list what is there with `ls` (relative paths are in /workspace)"},
-		{"view alone of a missing file", view.Call(ctx, f, viewArgs),
-			"Error [not_found]: File not found: /workspace/b.txt"},
+		{
+			"Default's ls of a file", Call(ctx, Default(), f, "ls", lsArgs),
+			"Error [not_a_directory]: Not a directory: /workspace/a.txt\nHint: ls lists a directory; read a file with `view`, or list the directory it is in",
+		},
+		{
+			"ls alone of a file", ls.Call(ctx, f, lsArgs),
+			"Error [not_a_directory]: Not a directory: /workspace/a.txt\nHint: ls lists a directory",
+		},
+		{
+			"Default's view of a missing file", Call(ctx, Default(), f, "view", viewArgs),
+			"Error [not_found]: File not found: /workspace/b.txt\nHint: list what is there with `ls` (relative paths are in /workspace)",
+		},
+		{
+			"view alone of a missing file", view.Call(ctx, f, viewArgs),
+			"Error [not_found]: File not found: /workspace/b.txt",
+		},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %q, want %q", tt.name, tt.got, tt.want)
