@@ -98,6 +98,9 @@ func (d *Driver) Snapshot(ctx context.Context, id string, transient bool, claim 
 		if err := claim(key); err != nil {
 			return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: claim its key: %w", id, err)
 		}
+		if d.cfg.SnapshotClaimedForTests != nil {
+			d.cfg.SnapshotClaimedForTests(id)
+		}
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
