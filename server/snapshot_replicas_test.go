@@ -571,7 +571,7 @@ func TestReplicaLeftoversSwept(t *testing.T) {
 						return
 					}
 					b.clock.Advance(20 * time.Second)
-					waitFor(t, "the surviving server's renewal", func() bool {
+					eventually(t, "the surviving server's renewal", func() bool {
 						live, err := b.Store.LiveInstances(ctx, b.clock.Now().Add(25*time.Second))
 						if err != nil {
 							t.Fatal(err)
@@ -590,7 +590,7 @@ func TestReplicaLeftoversSwept(t *testing.T) {
 			left := b.clock.Now()
 			steps(time.Minute+grace+3*time.Minute, gone)
 			if !gone() {
-				waitFor(t, "the dead server's data and object deleted", gone)
+				eventually(t, "the dead server's data and object deleted", gone)
 			}
 			if after := b.clock.Now().Sub(left); after < grace {
 				t.Errorf("the dead server's data and object were deleted %v after it died, before a take's longest run (%v)", after, grace)
@@ -629,16 +629,4 @@ func bucketObjects(t *testing.T, b storagesync.Backend, prefix string) map[strin
 		t.Fatal(err)
 	}
 	return got
-}
-
-// waitFor polls ok until it holds, failing t after a hang guard.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

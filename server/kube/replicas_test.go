@@ -613,20 +613,26 @@ func TestSnapshotLeftoversSwept(t *testing.T) {
 
 	// The first's take, held at its claim; the snapshot deleted; the
 	// first dies as its copy lands.
-	lost := create(ca, "lost.txt")
-	held.Store(&lost.ID)
-	answered := make(chan error, 1)
-	go func() {
-		_, err := ca.CreateSnapshot(ctx, lost.ID, "lost")
-		answered <- err
-	}()
-	select {
-	case <-claimed:
-	case err := <-answered:
-		t.Fatalf("the first control plane's take answered (%v) before its claim", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the first control plane's take did not claim its key within a minute")
+	// takeHeld takes a snapshot of sb through c, held at its claim;
+	// its answer comes on the channel once let go on.
+	takeHeld := func(c *client.Client, sb *api.Sandbox, who string) <-chan error {
+		t.Helper()
+		held.Store(&sb.ID)
+		answered := make(chan error, 1)
+		go func() {
+			_, err := c.CreateSnapshot(ctx, sb.ID, who)
+			answered <- err
+		}()
+		select {
+		case <-claimed:
+		case err := <-answered:
+			t.Fatalf("the %s control plane's take answered (%v) before its claim", who, err)
+		case <-time.After(time.Minute):
+			t.Fatalf("the %s control plane's take did not claim its key within a minute", who)
+		}
+		return answered
 	}
+	answered := takeHeld(ca, create(ca, "lost.txt"), "first")
 	pending, err := b.st.SnapshotsWithStatus(ctx, api.SnapshotPending)
 	if err != nil || len(pending) != 1 || pending[0].Key == "" {
 		t.Fatalf("pending snapshots = %+v, %v; want the held take's, its key claimed", pending, err)
@@ -647,20 +653,7 @@ func TestSnapshotLeftoversSwept(t *testing.T) {
 
 	// The second's own take, in flight (held at its claim) across the
 	// sweeps.
-	live := create(cb, "live.txt")
-	held.Store(&live.ID)
-	liveDone := make(chan error, 1)
-	go func() {
-		_, err := cb.CreateSnapshot(ctx, live.ID, "live")
-		liveDone <- err
-	}()
-	select {
-	case <-claimed:
-	case err := <-liveDone:
-		t.Fatalf("the second control plane's take answered (%v) before its claim", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the second control plane's take did not claim its key within a minute")
-	}
+	liveDone := takeHeld(cb, create(cb, "live.txt"), "second")
 
 	// The second's clock moves 20 s at a time, within its heartbeat's
 	// lease (30 s: a longer jump lapses it, and its take fails), each
