@@ -50,6 +50,8 @@ var exemptTables = map[string]bool{
 type generation struct {
 	n       atomic.Uint64 // moves after each transaction that changed a row of a table not exempt
 	pending atomic.Int64  // connections with such a change whose transaction has not yet returned
+
+	prepared atomic.Uint64 // statements SQLite prepared (parsed and planned), for the benchmarks
 }
 
 // current returns the generation and whether it is settled: false while
@@ -149,6 +151,7 @@ func (c *genConn) settle(force bool) {
 
 func (c *genConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	defer c.settle(false)
+	c.g.prepared.Add(1)
 	return c.sqliteConn.ExecContext(ctx, query, args)
 }
 
@@ -158,6 +161,7 @@ func (c *genConn) ExecContext(ctx context.Context, query string, args []driver.N
 // until then, so the cache is bypassed meanwhile, never stale.
 func (c *genConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	c.settle(false)
+	c.g.prepared.Add(1)
 	return c.sqliteConn.QueryContext(ctx, query, args)
 }
 
@@ -182,6 +186,7 @@ func (c *genConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *genConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	c.g.prepared.Add(1)
 	st, err := c.sqliteConn.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
