@@ -187,13 +187,14 @@ func BenchmarkUpdateSandboxDestroying(b *testing.B) {
 // CPUs): the limits read (Usage), the reservation (Usage and the INSERT in
 // one transaction), the row made active with its endpoint, the lookup of
 // the delete's request, the destroying intent and the row destroyed. It
-// reports the statements SQLite prepared per op (each one a parse of its
-// SQL and a plan) besides the time and allocations.
+// reports the CPU time, the statements SQLite prepared (each one a parse
+// of its SQL and a plan) and the bytes the process wrote (the WAL's
+// frames) per op, besides the time and allocations.
 func BenchmarkSandboxLifecycle(b *testing.B) {
 	st, sb := benchStore(b)
 	allow := func(model.Usage) error { return nil }
 	month := time.Date(base.Year(), base.Month(), 1, 0, 0, 0, 0, time.UTC)
-	prepared, cpu := st.Prepared(), processCPU(b)
+	prepared, cpu, written := st.Prepared(), processCPU(b), writtenBytes()
 	for b.Loop() {
 		now := time.Now().UTC()
 		nb := newSandbox(&model.Account{ID: sb.AccountID}, now)
@@ -231,4 +232,5 @@ func BenchmarkSandboxLifecycle(b *testing.B) {
 	}
 	b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(float64(st.Prepared()-prepared)/float64(b.N), "prepares/op")
+	b.ReportMetric(float64(writtenBytes()-written)/1024/float64(b.N), "written-KiB/op")
 }
