@@ -9,7 +9,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
-// TestEmptyRefRefused: an empty reference ('' from an unset shell
+// TestEmptyRefRefused: an empty reference ("" from an unset shell
 // variable) is a usage error before any request about an item. It is a
 // prefix of every id, so 'session get ""' showed the only sandbox and
 // 'kill ""' stopped the only process; elsewhere it reached the server as

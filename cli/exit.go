@@ -286,6 +286,9 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 		if err == nil {
 			return nil
 		}
+		if field := unknownFieldArg(cmd, v, args); field != nil {
+			return field
+		}
 		if counted := argCountError(cmd, err, args); counted != nil {
 			return &usageError{err: counted, hint: "usage: " + cmd.UseLine() + "; '" + cmd.CommandPath() + " --help' has more"}
 		}

@@ -139,7 +139,8 @@ shown escaped (\x1b); piped, or with --json, the bytes are as they are.`,
 				writeGrepMatches(app.IO.Out, res.Matches, app.IO.OutTTY)
 			}
 			if res.Error != "" {
-				return &exitStatus{code: exitUsage, msg: res.Error} // grep's "an error occurred"
+				// grep's "an error occurred": the search stopped (its time cap)
+				return &exitStatus{code: exitUsage, msg: res.Error, hint: "the lines printed matched before it stopped"}
 			}
 			if res.Truncated {
 				fmt.Fprintf(app.IO.ErrOut, "(stopped after %d matches; raise --max-matches or narrow --path/--glob)\n", len(res.Matches))
