@@ -29,6 +29,7 @@ var e2bCalls = []tools.HintCommand{
 	tools.NewHintCommand("`boxkite snapshots rm ID`", "`Sandbox.deleteSnapshot(id)`"),
 	tools.NewHintCommand("`boxkite ps`, `boxkite kill`", "`sbx.commands.list()`, `sbx.commands.kill(pid)`"),
 	tools.NewHintCommand("`boxkite log -s ([^`]+)`", "`GET /v1/sandboxes/$1/log`"),
+	tools.NewHintCommand("`boxkite files view PATH`", "`sbx.files.read(path)`"),
 	tools.NewHintCommand(`raise the limit \(boxkite doctor says how\)`, "ask the server's operator to raise the limit"),
 }
 

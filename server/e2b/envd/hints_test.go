@@ -55,6 +55,9 @@ func TestE2BHint(t *testing.T) {
 		// In single quotes, as the sidecar's hints and some of /v1's quote them.
 		{"list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)", ""},
 		{"resume it first: 'boxkite session resume sb1'", "resume it first: `Sandbox.connect('sb1')`"},
+		// The sidecar's refusal of a file where a directory is watched.
+		{"name a directory; read a file with 'boxkite files view PATH'", "name a directory; read a file with `sbx.files.read(path)`"},
+		{"copy a file without -r: 'boxkite files cp ID:PATH DST'", ""},
 		// No command: as it is.
 		{"boxkite sandboxes reach no network: leave allowInternetAccess unset", "boxkite sandboxes reach no network: leave allowInternetAccess unset"},
 		{"name the file without a backslash, or read and write it with commands.run", "name the file without a backslash, or read and write it with commands.run"},
