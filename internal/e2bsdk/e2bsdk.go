@@ -142,7 +142,7 @@ var PauseChecks = []string{
 	"connect.running-200", "pause.filesystem", "getInfo.paused-filesystem", "resume.filesystem-files",
 	"resume.filesystem-processes-ended", "kill.paused", "kill.paused-gone", "pause.unknown-NotFound",
 	"autoPause.lifecycle", "autoPause.paused", "autoPause.resumes", "autoPauseMemory.not-supported",
-	"snapshot.create", "snapshot.list", "snapshot.restore", "snapshot.delete", "snapshot.delete-again-false",
+	"snapshot.create", "snapshot.list", "snapshot.restore", "snapshot.restore-envs", "snapshot.restore-by-name", "snapshot.delete", "snapshot.delete-again-false",
 	"fork.count", "fork.files", "fork.isolated", "fork.unknown-NotFound",
 }
 
