@@ -4,7 +4,7 @@
 // is another account's key. Each check prints "ok <name>"; the first
 // failure throws and exits non-zero. The last line is a JSON summary.
 import { spawnSync } from 'node:child_process'
-import { Sandbox, CommandExitError, InvalidArgumentError, NotFoundError } from 'e2b'
+import { Sandbox, AuthenticationError, CommandExitError, InvalidArgumentError, NotFoundError } from 'e2b'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { check, rejects, sleep, until } from './check.mjs'
 
@@ -25,6 +25,20 @@ const fg = await sbx.commands.run('echo out-$SANDBOX_VAR-$REQ_VAR; echo err >&2;
 check('run.stdout', fg.stdout === 'out-from-create-from-run\n/tmp\n', fg)
 check('run.stderr', fg.stderr === 'err\n', fg)
 check('run.exitCode', fg.exitCode === 0, fg)
+// envd gives a command its user's name, as it gives HOME
+const who = await sbx.commands.run('echo "$USER $LOGNAME"')
+check('run.USER', who.stdout === 'sandbox sandbox\n', who)
+// the user option may name E2B's users; a user the sandbox does not have
+// is refused, as envd refuses it, on RPCs, streams and /files alike
+check('user.known', (await sbx.commands.run('echo ok', { user: 'root' })).stdout === 'ok\n')
+for (const [what, call] of [
+  ['run', () => sbx.commands.run('true', { user: 'nosuchuser' })],
+  ['list', () => sbx.files.list('.', { user: 'nosuchuser' })],
+  ['write', () => sbx.files.write('u.txt', 'x', { user: 'nosuchuser' })],
+]) {
+  const e = await rejects(call)
+  check(`user.unknown-refused.${what}`, e instanceof AuthenticationError && e.message.includes("invalid username: 'nosuchuser'"), String(e))
+}
 const exitErr = await rejects(() => sbx.commands.run('echo partial; exit 7'))
 check('run.CommandExitError', exitErr instanceof CommandExitError && exitErr.exitCode === 7 && exitErr.stdout === 'partial\n' &&
   exitErr.message === 'exit status 7', String(exitErr))
@@ -155,6 +169,16 @@ const homeMoved = await sbx.files.rename('/home/user/rel dir/rel.txt', '/home/us
 check('home.rename', homeMoved.path === '/home/user/moved.txt' && (await sbx.files.exists('/workspace/moved.txt')), homeMoved)
 const inHome = await sbx.commands.run('cat home.txt; echo "$HOME"', { cwd: '/home/user' })
 check('home.cwd-HOME', inHome.stdout === 'home\n/home/user\n', inHome)
+// errors name a path as it was asked too, as envd names the path it was given
+const asAsked = {
+  read: await rejects(() => sbx.files.read('/home/user/absent.txt')),
+  'read-relative': await rejects(() => sbx.files.read('absent.txt')),
+  cwd: await rejects(() => sbx.commands.run('pwd', { cwd: 'nowhere' })),
+  watchDir: await rejects(() => sbx.files.watchDir('/home/user/nowhere', () => {})),
+}
+check('home.errors-as-asked', Object.entries(asAsked).every(([k, e]) => e !== null &&
+  e.message.includes(k === 'cwd' || k === 'watchDir' ? '/home/user/nowhere' : '/home/user/absent.txt') && !e.message.includes('/workspace/')),
+Object.fromEntries(Object.entries(asAsked).map(([k, e]) => [k, String(e)])))
 if (process.env.FLOWS_UNJAILED !== '1') {
   const byPath = await sbx.commands.run('cat /home/user/home.txt && echo made > /home/user/made.txt')
   check('home.in-sandbox', byPath.stdout === 'home\n' && (await sbx.files.read('/workspace/made.txt')) === 'made\n', byPath)

@@ -1,6 +1,8 @@
 package envd
 
 import (
+	"strings"
+
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/tools"
 )
@@ -32,13 +34,22 @@ var e2bCalls = []tools.HintCommand{
 	tools.NewHintCommand(`raise the limit \(boxkite doctor says how\)`, "ask the server's operator to raise the limit"),
 }
 
+// e2bFiles are phrases of the sidecar's file refusals as an E2B SDK user
+// reads them: its roots as E2B's relative paths resolve, /v1's file
+// routes as the SDK's calls.
+var e2bFiles = strings.NewReplacer(
+	"a path under /workspace (relative paths start there)", "a path under /home/user (relative paths start there), which is /workspace",
+	"read a file with GET /files/raw", "read a file with `sbx.files.read(path)`",
+	"download a directory with GET /files/archive", "list it with `sbx.files.list(path)` and read its files one by one",
+)
+
 // E2BHint is a hint of boxkite's as an E2B SDK user reads it. /v1's hints
 // name boxkite CLI commands, which that user does not run: each becomes
 // the SDK call that does the same (Sandbox.create() for `boxkite session
 // create`), and a hint that names a command with no such call is left
 // out, the message standing alone. Any other hint is kept as it is.
 func E2BHint(hint string) string {
-	if hint = tools.ReplaceCommands(hint, e2bCalls); tools.NamesCommand(hint) {
+	if hint = tools.ReplaceCommands(e2bFiles.Replace(hint), e2bCalls); tools.NamesCommand(hint) {
 		return ""
 	}
 	return hint

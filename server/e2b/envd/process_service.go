@@ -52,15 +52,31 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 		env = map[string]string{}
 	}
 	maps.Copy(env, cfg.GetEnvs())
-	if _, ok := env["HOME"]; !ok {
-		env["HOME"] = UserHome // envd's: the user's home, unless the caller set one
+	// envd's: the user's home and name, unless the caller set them
+	for k, v := range map[string]string{"HOME": UserHome, "USER": UserName, "LOGNAME": UserName} {
+		if _, ok := env[k]; !ok {
+			env[k] = v
+		}
 	}
-	command, err := shellCommand(cfg, env)
+	check, login := checkedCommand(cfg, env)
+	if err := sess.CheckCommand(ctx, check); err != nil {
+		return s.h.rpcError(ctx, err)
+	}
+	run := cfg
+	if login {
+		// A login shell reads startup files from HOME, the workspace,
+		// which the allowlist never sees: under one, it reads none.
+		allowlisted, err := sess.Allowlisted(ctx)
+		if err != nil {
+			return s.h.rpcError(ctx, err)
+		}
+		if allowlisted {
+			run = withoutProfiles(cfg)
+		}
+	}
+	command, err := shellCommand(run, env)
 	if err != nil {
 		return err
-	}
-	if err := sess.CheckCommand(ctx, allowlistCommand(cfg)); err != nil {
-		return s.h.rpcError(ctx, err)
 	}
 	ireq := api.InteractiveRequest{Command: command, Cwd: cwdOf(cfg)}
 	if pty := msg.GetPty(); pty != nil {
@@ -71,6 +87,9 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 	conn, err := sess.Interactive(relayCtx, ireq)
 	if err != nil {
 		cancel()
+		if cfg.Cwd != nil && *cfg.Cwd != "" {
+			err = askedError(err, absPath(*cfg.Cwd)) // a cwd that is no directory, named as asked
+		}
 		return s.h.rpcError(ctx, err)
 	}
 	conn.SetReadLimit(maxFrame)
