@@ -65,7 +65,7 @@ var Checks = []string{
 	"user.known", "user.unknown-refused.run", "user.unknown-refused.list", "user.unknown-refused.write", "run.CommandExitError", "run.timeoutMs",
 	"background.pid", "commands.list", "commands.connect", "commands.kill", "kill.ends", "kill.unknown",
 	"disconnect.keeps-running", "stdin", "stdin.large", "stdin.without-refused",
-	"files.write-read-text", "files.write-nested", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
+	"files.write-read-text", "files.write-nested", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename", "files.rename-missing",
 	"files.makeDir", "files.makeDir-on-file", "files.backslash-refused", "files.list-depth", "files.list-order-mode", "files.remove", "files.remove-missing", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
 	"files.signedUrl-forged", "files.watchDir",
 	"home.files", "home.list", "home.rename", "home.cwd-HOME", "home.errors-as-asked", "home.in-sandbox", "home.watchDir", "files.symlink", "getMetrics.cpu",

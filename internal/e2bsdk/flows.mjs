@@ -118,6 +118,11 @@ const info = await sbx.files.getInfo('/workspace/hello.txt')
 check('files.getInfo', info.type === 'file' && info.size === 11 && info.path === '/workspace/hello.txt' && info.permissions === '-rw-r--r--', info)
 const moved = await sbx.files.rename('/workspace/hello.txt', '/workspace/sub/renamed.txt')
 check('files.rename', moved.path === '/workspace/sub/renamed.txt' && (await sbx.files.read('/workspace/sub/renamed.txt')) === 'hello, e2b\n' && !(await sbx.files.exists('/workspace/hello.txt')), moved)
+// a source that is not there: envd's NotFoundError and message; the destination's parents are made first, as envd's Move does
+const moveMissing = await rejects(() => sbx.files.rename('/workspace/absent.txt', '/workspace/renamed/x.txt'))
+check('files.rename-missing', moveMissing instanceof NotFoundError &&
+  moveMissing.message.includes('source file not found: rename /workspace/absent.txt /workspace/renamed/x.txt: no such file or directory') &&
+  (await sbx.files.exists('/workspace/renamed')), String(moveMissing))
 check('files.makeDir', (await sbx.files.makeDir('/workspace/made/deep')) === true && (await sbx.files.makeDir('/workspace/made/deep')) === false)
 // a file where the directory should be is not "already there" (false)
 const onFile = await rejects(() => sbx.files.makeDir('/workspace/big.bin'))

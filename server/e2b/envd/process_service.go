@@ -61,12 +61,25 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 			env[k] = v
 		}
 	}
-	command, err := shellCommand(cfg, env)
+	check, login := checkedCommand(cfg, env)
+	if err := sess.CheckCommand(ctx, check); err != nil {
+		return s.h.rpcError(ctx, err)
+	}
+	run := cfg
+	if login {
+		// A login shell reads startup files from HOME, the workspace,
+		// which the allowlist never sees: under one, it reads none.
+		allowlisted, err := sess.Allowlisted(ctx)
+		if err != nil {
+			return s.h.rpcError(ctx, err)
+		}
+		if allowlisted {
+			run = withoutProfiles(cfg)
+		}
+	}
+	command, err := shellCommand(run, env)
 	if err != nil {
 		return err
-	}
-	if err := sess.CheckCommand(ctx, allowlistCommand(cfg)); err != nil {
-		return s.h.rpcError(ctx, err)
 	}
 	ireq := api.InteractiveRequest{Command: command, Cwd: cwdOf(cfg)}
 	if pty := msg.GetPty(); pty != nil {
