@@ -250,7 +250,33 @@ func flagError(cmd *cobra.Command, err error) error {
 	if args := cmd.Flags().Args(); cmd.HasSubCommands() && len(args) > 0 {
 		return unknownSubcommand(cmd, args)
 	}
-	return &usageError{err: err, hint: helpHint(cmd)}
+	return &usageError{err: numberFlagError(err), hint: helpHint(cmd)}
+}
+
+// numberFlagError says in words what pflag's error for a number flag's
+// bad value says in Go ('strconv.ParseInt: parsing "x": invalid
+// syntax'); other errors are returned as they are.
+func numberFlagError(err error) error {
+	iv, ok := errors.AsType[*pflag.InvalidValueError](err)
+	if !ok {
+		return err
+	}
+	ne, ok := errors.AsType[*strconv.NumError](err)
+	if !ok {
+		return err
+	}
+	name := "--" + iv.GetFlag().Name
+	if errors.Is(ne.Err, strconv.ErrRange) {
+		return fmt.Errorf("%s %q is out of range", name, iv.GetValue())
+	}
+	want := "a number"
+	switch {
+	case strings.HasPrefix(ne.Func, "ParseInt"), strings.HasPrefix(ne.Func, "ParseUint"), strings.HasPrefix(ne.Func, "Atoi"):
+		want = "a whole number"
+	case ne.Func == "ParseBool":
+		want = "true or false"
+	}
+	return fmt.Errorf("%s %q is not %s", name, iv.GetValue(), want)
 }
 
 func helpHint(cmd *cobra.Command) string {
@@ -265,6 +291,9 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 		err := v(cmd, args)
 		if err == nil {
 			return nil
+		}
+		if field := unknownFieldArg(cmd, v, args); field != nil {
+			return field
 		}
 		if counted := argCountError(cmd, err, args); counted != nil {
 			return &usageError{err: counted, hint: "usage: " + cmd.UseLine() + "; '" + cmd.CommandPath() + " --help' has more"}

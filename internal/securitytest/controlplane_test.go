@@ -59,6 +59,7 @@ func TestAllowlistPlantedProgram(t *testing.T) {
 		`x=b[\$\(./bin/ls\)]; test -v 'a[x]'`,
 		`x=b[\$\(./bin/ls\)]; declare -i y=x`,
 		`x=b[\$\(./bin/ls\)]; RANDOM=x`,
+		`x=b[\$\(./bin/ls\)]; ls {a[x]}>/dev/null`,
 	} {
 		t.Run(command, func(t *testing.T) {
 			res, err := x.exec(id, api.ExecRequest{Command: command})

@@ -211,6 +211,9 @@ func (al *Rules) checkLine(command string, depth int) error {
 	if err := posixExpansions(command); err != nil {
 		return al.refuse("", err.Error())
 	}
+	if err := namedFDSubscript(command); err != nil { // arith.go
+		return al.refuse("", err.Error())
+	}
 	// As dash and as bash read it: /bin/sh may be either (parseShell).
 	for _, bash := range []bool{false, true} {
 		segments, err := parseShell(command, bash)

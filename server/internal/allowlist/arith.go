@@ -1,7 +1,9 @@
 package allowlist
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -200,4 +202,16 @@ func (al *Rules) checkPrintf(args []shellWord, texts []string, varName func(int)
 	}
 	_, err := al.nameOptions("printf", printfOpts, args, texts, map[string]bool{"v": true})
 	return err
+}
+
+// fdVarSubscript is bash's redirection that stores the descriptor it opens
+// in a variable, {NAME}>file, with a subscript in NAME.
+var fdVarSubscript = regexp.MustCompile(`\{[^{}\s]*\[[^{}]*\}[<>]`)
+
+// namedFDSubscript refuses {NAME[…]}>file anywhere in cmd, quoted or not.
+func namedFDSubscript(cmd string) error {
+	if fdVarSubscript.MatchString(cmd) {
+		return errors.New("bash's {NAME[…]}> redirection is not allowed under an allowlist: bash evaluates the subscript as code")
+	}
+	return nil
 }

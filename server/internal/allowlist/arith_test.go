@@ -51,6 +51,8 @@ var arithSinks = []struct{ name, command string }{
 	{"SRANDOM", arithSetup + "SRANDOM=x"},
 	{"OPTIND", arithSetup + "OPTIND=x"},
 	{"export OPTIND", arithSetup + "export OPTIND=x"},
+	{"descriptor into a subscript", arithSetup + "ls {a[x]}>/dev/null"},
+	{"descriptor into a subscript, input", arithSetup + "cat {a[x]}</dev/null"},
 }
 
 // TestArithmeticSinks: each sink runs ./run under real bash (so the case
@@ -113,6 +115,8 @@ func TestArithmeticNamesAllowed(t *testing.T) {
 		`getopts ab opt`,
 		`wait`,
 		`x=b[\$\(./run\)]; echo "$x"`,
+		`ls {a}>/dev/null`,
+		`ls {a,b}[0-9] > out`,
 	} {
 		if err := al.Check(c); err != nil {
 			t.Errorf("Check(%q) = %v, want allowed", c, err)
