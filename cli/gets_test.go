@@ -98,9 +98,12 @@ func TestGetViews(t *testing.T) {
 			id: volume.ID,
 		},
 		{
-			name:   "webhook, never sent",
-			routes: map[string]http.HandlerFunc{"GET /v1/webhooks/{id}": replyJSON(200, webhook)},
-			args:   []string{"webhooks", "get", webhook.ID},
+			name: "webhook by id prefix, never sent",
+			routes: map[string]http.HandlerFunc{
+				"GET /v1/webhooks":      replyJSON(200, []api.Webhook{webhook}),
+				"GET /v1/webhooks/{id}": replyJSON(200, webhook),
+			},
+			args: []string{"webhooks", "get", "9d8c"},
 			want: "id:           9d8c0000-0000-4000-8000-000000000004\n" +
 				"url:          https://hooks.example.com/boxkite\n" +
 				"events:       sandbox.created sandbox.lost\n" +
@@ -112,9 +115,12 @@ func TestGetViews(t *testing.T) {
 			id: webhook.ID,
 		},
 		{
-			name:   "MCP connection",
-			routes: map[string]http.HandlerFunc{"GET /v1/mcp-connections/{id}": replyJSON(200, mcp)},
-			args:   []string{"mcp-connections", "get", mcp.ID},
+			name: "MCP connection by label",
+			routes: map[string]http.HandlerFunc{
+				"GET /v1/mcp-connections":      replyJSON(200, []api.MCPConnection{mcp}),
+				"GET /v1/mcp-connections/{id}": replyJSON(200, mcp),
+			},
+			args: []string{"mcp-connections", "get", "gh"},
 			want: "id:       4b3a0000-0000-4000-8000-000000000005\n" +
 				"label:    gh\n" +
 				"catalog:  github\n" +

@@ -34,7 +34,7 @@ an image's id, a unique prefix of it, or its label.`,
 		withArgs(withExample(newDetailCmd(app, "image", "Show one image"+refsNote, byRef(imageID, (*client.Client).GetImage), writeImageDetail),
 			"  boxkite images get data\n  boxkite images get data --jq .status"), ids),
 		withArgs(newImagesLogsCmd(app), ids), withArgs(newImagesAuditCmd(app), ids),
-		withArgs(withExample(newRmCmd(app, "image", "Remove an image no sandbox boots from", true, rmByRef(imageID, (*client.Client).DeleteImage)),
+		withArgs(withExample(newRmCmd(app, "image", "Remove an image no sandbox boots from", true, imageID, (*client.Client).DeleteImage),
 			"  boxkite images rm data\n  boxkite images rm data --yes"), ids))
 	return cmd
 }

@@ -28,6 +28,9 @@ type listing[T any] struct {
 	empty   string                                             // the note when there are none: "no images; build one with …"
 	fetch   func(*client.Client, context.Context) ([]T, error) // a method expression: (*client.Client).ListImages
 	row     func(item T, now time.Time) []string
+	// omit names JSON fields the items never carry (a webhook's secret):
+	// --json FIELDS does not offer them.
+	omit []string
 	// flags, when set, adds the command's own flags and returns a filter
 	// applied before printing (keys ls --all).
 	flags func(cmd *cobra.Command) func([]T) []T
@@ -93,7 +96,7 @@ func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 			" and says on stderr how to see\nmore when there are more; --limit N shows N, --limit 0 all of them. Piped,\n" +
 			"redirected or with --json, the list is complete unless --limit is given, so\nscripts never miss one."
 	}
-	out.register(cmd, *new(T))
+	out.register(cmd, *new(T), l.omit...)
 	pageable(cmd)
 	return cmd
 }
@@ -177,8 +180,9 @@ const refsNote = " (an id prefix or the label is enough)"
 
 // newDetailCmd is a noun's `get ID` as `session get` is: the item as
 // detail writes it, "key: value" rows, and the API's JSON with --json,
-// -o json or --jq. short is the help's line.
-func newDetailCmd[T any](app *App, noun, short string, get func(*client.Client, context.Context, string) (T, error), detail func(w io.Writer, item T, now time.Time) error) *cobra.Command {
+// -o json or --jq. short is the help's line; omit names JSON fields get
+// never shows (outputFlags.register).
+func newDetailCmd[T any](app *App, noun, short string, get func(*client.Client, context.Context, string) (T, error), detail func(w io.Writer, item T, now time.Time) error, omit ...string) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
 		Use:   "get ID",
@@ -203,7 +207,7 @@ func newDetailCmd[T any](app *App, noun, short string, get func(*client.Client, 
 			return detail(app.IO.Out, item, time.Now())
 		},
 	}
-	out.register(cmd, *new(T))
+	out.register(cmd, *new(T), omit...)
 	pageable(cmd)
 	return cmd
 }
@@ -219,17 +223,35 @@ func listHint(cmd *cobra.Command, err error) error {
 }
 
 // newRmCmd is a noun's `rm ID`; announce says "removed <noun> ID" on
-// stderr once done.
-func newRmCmd(app *App, noun, short string, announce bool, rm func(*client.Client, context.Context, string) error) *cobra.Command {
+// stderr once done. resolve, when set, turns what was typed (an id
+// prefix, a label: idRef) into the id first, so that the prompt names
+// it and an ambiguous reference is refused before asking; nil takes the
+// argument as it is.
+func newRmCmd(app *App, noun, short string, announce bool, resolve func(context.Context, *client.Client, string) (string, error), rm func(*client.Client, context.Context, string) error) *cobra.Command {
 	done := func(string) string { return "" }
 	if announce {
 		done = func(id string) string { return fmt.Sprintf("removed %s %s", noun, id) }
+	}
+	find := func(_ context.Context, _ *client.Client, id string) (string, error) {
+		if id == "" { // not a DELETE of the collection's path
+			return "", usageErrorf("name the "+noun+" to remove as its ls lists it", "the %s to remove is empty", noun)
+		}
+		return id, nil
+	}
+	if resolve != nil {
+		find = func(ctx context.Context, c *client.Client, ref string) (string, error) {
+			id, err := resolve(ctx, c, ref)
+			if err != nil {
+				return "", fmt.Errorf("remove %s: %w", noun, err)
+			}
+			return id, nil
+		}
 	}
 	return newRemovalCmd(app, removal[string]{
 		use:    "rm ID",
 		short:  short,
 		long:   short + ". On a terminal it asks first; elsewhere it needs --yes.",
-		find:   func(_ context.Context, _ *client.Client, id string) (string, error) { return id, nil },
+		find:   find,
 		prompt: func(id string) string { return fmt.Sprintf("Remove %s %s?", noun, id) },
 		remove: func(ctx context.Context, c *client.Client, id string) error {
 			if err := rm(c, ctx, id); err != nil {

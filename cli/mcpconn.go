@@ -18,13 +18,16 @@ func newMCPConnectionsCmd(app *App) *cobra.Command {
 		Long: `An MCP connection names a catalog host (github, slack, notion, linear, or
 what the server's catalog holds). A sandbox created with
 --mcp-connection LABEL may reach that host on port 443 through the
-server's egress proxy; every other destination stays unreachable.`,
+server's egress proxy; every other destination stays unreachable.
+Commands take a connection's id, a unique prefix of it, or its label.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app), withArgs(withExample(newDetailCmd(app, "MCP connection", "Show one MCP connection", (*client.Client).GetMCPConnection, writeMCPConnectionDetail),
-		"  id=$(boxkite mcp-connections ls --jq '.[] | select(.label == \"gh\") | .id')\n  boxkite mcp-connections get $id --jq .host"), completeMCPConnections(app, false)),
-		withExample(newRmCmd(app, "mcp connection", "Remove an MCP connection (running sandboxes keep their grant)", false, (*client.Client).DeleteMCPConnection),
-			"  id=$(boxkite mcp-connections ls --jq '.[] | select(.label == \"gh\") | .id')\n  boxkite mcp-connections rm $id --yes"))
+	ids := completeMCPConnections(app, false)
+	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app),
+		withArgs(withExample(newDetailCmd(app, "MCP connection", "Show one MCP connection"+refsNote, byRef(mcpConnectionID, (*client.Client).GetMCPConnection), writeMCPConnectionDetail),
+			"  boxkite mcp-connections get gh\n  boxkite mcp-connections get gh --jq .host"), ids),
+		withArgs(withExample(newRmCmd(app, "MCP connection", "Remove an MCP connection (running sandboxes keep their grant)", false, mcpConnectionID, (*client.Client).DeleteMCPConnection),
+			"  boxkite mcp-connections rm gh\n  boxkite mcp-connections rm gh --yes"), ids))
 	return cmd
 }
 
@@ -54,7 +57,7 @@ func newMCPCreateCmd(app *App) *cobra.Command {
 			}
 			m, err := c.CreateMCPConnection(cmd.Context(), api.CreateMCPConnectionRequest{Label: args[0], CatalogID: args[1]})
 			if err != nil {
-				return fmt.Errorf("create mcp connection: %w", err)
+				return fmt.Errorf("create MCP connection: %w", err)
 			}
 			if asJSON {
 				return out.write(app.IO, m)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -75,9 +76,15 @@ const annotationJSONFields = "boxkite:json-fields"
 
 // register adds the flags to cmd. example is a value of the type the
 // command prints as JSON (a slice or a pointer: the type of its items);
-// its JSON fields are those --json FIELDS may pick.
-func (o *outputFlags) register(cmd *cobra.Command, example any) {
+// its JSON fields are those --json FIELDS may pick, but for omit: fields
+// the command never shows (a webhook's signing secret, which only the
+// create's answer has), which --json FIELDS refuses as unknown.
+func (o *outputFlags) register(cmd *cobra.Command, example any, omit ...string) {
 	o.fields, o.zero = jsonFields(example)
+	for _, name := range omit {
+		o.fields = slices.DeleteFunc(o.fields, func(f string) bool { return f == name })
+		delete(o.zero, name)
+	}
 	f := cmd.Flags()
 	usage := "print JSON (the API's shapes); only the comma-separated FIELDS when given"
 	if len(o.fields) == 0 {

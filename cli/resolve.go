@@ -31,9 +31,13 @@ type refKind[T any] struct {
 
 // resolveRef picks the item ref names: an exact match, else the only
 // partial one. None is a not-found error that says how to list them;
-// several are a usage error naming each.
+// several, or an empty ref, are a usage error (naming each match).
 func resolveRef[T any](items []T, ref string, k refKind[T]) (T, error) {
 	var zero T
+	if ref == "" { // a prefix of every id: never a choice
+		return zero, usageErrorf("name one by its id, a unique prefix of it or what '"+k.listCmd+"' shows beside it",
+			"the %s to use is empty", k.noun)
+	}
 	var partial []T
 	for _, it := range items {
 		switch k.match(it, ref) {
@@ -110,6 +114,24 @@ func snapshotKind() refKind[api.Snapshot] {
 	}
 }
 
+// webhookKind matches a subscription by its id, a prefix of it or its
+// URL (what ls shows; webhooks have no label).
+func webhookKind() refKind[api.Webhook] {
+	return refKind[api.Webhook]{
+		noun: "webhook", plural: "webhooks", listCmd: "boxkite webhooks ls",
+		match: func(w api.Webhook, ref string) refMatch { return labelOrPrefix(w.ID, w.URL, ref) },
+		id:    func(w api.Webhook) string { return w.ID },
+	}
+}
+
+func mcpConnectionKind() refKind[api.MCPConnection] {
+	return refKind[api.MCPConnection]{
+		noun: "MCP connection", plural: "MCP connections", listCmd: "boxkite mcp-connections ls",
+		match: func(m api.MCPConnection, ref string) refMatch { return labelOrPrefix(m.ID, m.Label, ref) },
+		id:    func(m api.MCPConnection) string { return m.ID },
+	}
+}
+
 // snapshotID resolves a snapshot's id, label or id prefix, as the
 // restore's example (`boxkite session restore 7c1e`) promises.
 func snapshotID(ctx context.Context, c *client.Client, ref string) (string, error) {
@@ -127,6 +149,16 @@ func imageID(ctx context.Context, c *client.Client, ref string) (string, error) 
 	return idRef(ctx, c.ListImages, ref, imageKind())
 }
 
+// webhookID resolves a subscription's id, id prefix or URL.
+func webhookID(ctx context.Context, c *client.Client, ref string) (string, error) {
+	return idRef(ctx, c.ListWebhooks, ref, webhookKind())
+}
+
+// mcpConnectionID resolves an MCP connection's id, id prefix or label.
+func mcpConnectionID(ctx context.Context, c *client.Client, ref string) (string, error) {
+	return idRef(ctx, c.ListMCPConnections, ref, mcpConnectionKind())
+}
+
 // byRef is get (or rm, logs…) taking a reference resolve turns into an id.
 func byRef[T any](resolve func(context.Context, *client.Client, string) (string, error), get func(*client.Client, context.Context, string) (T, error)) func(*client.Client, context.Context, string) (T, error) {
 	return func(c *client.Client, ctx context.Context, ref string) (T, error) {
@@ -136,16 +168,5 @@ func byRef[T any](resolve func(context.Context, *client.Client, string) (string,
 			return zero, err
 		}
 		return get(c, ctx, id)
-	}
-}
-
-// rmByRef is byRef for a command that returns nothing but an error.
-func rmByRef(resolve func(context.Context, *client.Client, string) (string, error), rm func(*client.Client, context.Context, string) error) func(*client.Client, context.Context, string) error {
-	return func(c *client.Client, ctx context.Context, ref string) error {
-		id, err := resolve(ctx, c, ref)
-		if err != nil {
-			return err
-		}
-		return rm(c, ctx, id)
 	}
 }

@@ -31,7 +31,7 @@ See docs/secrets.md.`,
 		GroupID: groupSandboxes,
 	})
 	cmd.AddCommand(newSecretsSetCmd(app), newSecretsLsCmd(app),
-		withExample(newRmCmd(app, "secret", "Remove a secret (by name or id); sandboxes granted it can no longer use it", true, (*client.Client).DeleteSecret),
+		withExample(newRmCmd(app, "secret", "Remove a secret (by name or id); sandboxes granted it can no longer use it", true, nil, (*client.Client).DeleteSecret),
 			"  boxkite secrets rm GITHUB_TOKEN\n  boxkite secrets rm GITHUB_TOKEN --yes"))
 	return cmd
 }

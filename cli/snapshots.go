@@ -27,7 +27,7 @@ account keeps at most 10 by default.`,
 	cmd.AddCommand(newSnapshotsLsCmd(app),
 		withExample(newDetailCmd(app, "snapshot", "Show one snapshot"+refsNote, byRef(snapshotID, (*client.Client).Snapshot), writeSnapshotDetail),
 			"  boxkite snapshots get before-upgrade\n  boxkite snapshots get before-upgrade --jq .status"),
-		withExample(newRmCmd(app, "snapshot", "Remove a snapshot (sandboxes restored from it keep their files)", true, rmByRef(snapshotID, (*client.Client).DeleteSnapshot)),
+		withExample(newRmCmd(app, "snapshot", "Remove a snapshot (sandboxes restored from it keep their files)", true, snapshotID, (*client.Client).DeleteSnapshot),
 			"  boxkite snapshots rm before-upgrade\n  boxkite snapshots rm before-upgrade --yes"))
 	return cmd
 }

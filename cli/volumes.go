@@ -26,7 +26,7 @@ Commands take a volume's id, a unique prefix of it, or its label.`,
 	cmd.AddCommand(newVolumesCreateCmd(app), newVolumesLsCmd(app),
 		withArgs(withExample(newDetailCmd(app, "volume", "Show one volume"+refsNote, byRef(volumeID, (*client.Client).GetVolume), writeVolumeDetail),
 			"  boxkite volumes get data\n  boxkite volumes get data --jq .size_gb"), ids),
-		withArgs(withExample(newRmCmd(app, "volume", "Remove a volume and its data (refused while a sandbox mounts it)", false, rmByRef(volumeID, (*client.Client).DeleteVolume)),
+		withArgs(withExample(newRmCmd(app, "volume", "Remove a volume and its data (refused while a sandbox mounts it)", false, volumeID, (*client.Client).DeleteVolume),
 			"  boxkite volumes rm data\n  boxkite volumes rm data --yes"), ids))
 	return cmd
 }

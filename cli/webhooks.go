@@ -24,15 +24,16 @@ sandbox.destroyed, sandbox.paused, sandbox.resumed, sandbox.lost,
 audit_log.entry) to a URL as signed JSON: each request carries
 X-Boxkite-Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
 "<t>.<body>"> under the subscription's secret, which 'add' prints once.
-Deliveries are retried with backoff for about an hour (docs/webhooks.md).`,
+Deliveries are retried with backoff for about an hour (docs/webhooks.md).
+Commands take a subscription's id, a unique prefix of it, or its URL.`,
 		GroupID: groupSandboxes,
 	})
 	cmd.AddCommand(
 		newWebhooksAddCmd(app),
 		newWebhooksLsCmd(app),
-		withArgs(withExample(newDetailCmd(app, "webhook", "Show one webhook subscription (never its secret)", getWebhook, writeWebhookDetail),
+		withArgs(withExample(newDetailCmd(app, "webhook", "Show one webhook subscription, never its secret (an id prefix or the URL is enough)", byRef(webhookID, getWebhook), writeWebhookDetail, "secret"),
 			"  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks get $hook --jq .created_by"), completeWebhooks(app)),
-		withArgs(withExample(newRmCmd(app, "webhook", "Remove a webhook subscription and its pending deliveries", false, (*client.Client).DeleteWebhook),
+		withArgs(withExample(newRmCmd(app, "webhook", "Remove a webhook subscription and its pending deliveries", false, webhookID, (*client.Client).DeleteWebhook),
 			"  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks rm $hook --yes"), completeWebhooks(app)),
 		newWebhooksDeliveriesCmd(app),
 		newWebhooksTestCmd(app),
@@ -134,6 +135,7 @@ func newWebhooksLsCmd(app *App) *cobra.Command {
 		empty:   "no webhooks; add one with 'boxkite webhooks add URL --event TYPE'",
 		fetch:   (*client.Client).ListWebhooks,
 		page:    (*client.Client).ListWebhookPage,
+		omit:    []string{"secret"}, // only add's answer has it
 		row: func(w api.Webhook, _ time.Time) []string {
 			last := "never"
 			if w.LastTriggeredAt != nil {
@@ -171,7 +173,11 @@ says on stderr how to see them; --json prints the deliveries alone.`,
 			if err != nil {
 				return err
 			}
-			p, err := c.WebhookDeliveriesAt(cmd.Context(), args[0], limit, offset)
+			id, err := webhookID(cmd.Context(), c, args[0])
+			if err != nil {
+				return fmt.Errorf("list webhook deliveries: %w", err)
+			}
+			p, err := c.WebhookDeliveriesAt(cmd.Context(), id, limit, offset)
 			if err != nil {
 				return fmt.Errorf("list webhook deliveries: %w", err)
 			}
@@ -190,7 +196,7 @@ says on stderr how to see them; --json prints the deliveries alone.`,
 				return err
 			}
 			if p.Next != "" {
-				noteAfterOutput(app, moreDeliveriesNote(args[0], len(ds), offset))
+				noteAfterOutput(app, moreDeliveriesNote(id, len(ds), offset))
 			}
 			return nil
 		},
@@ -231,14 +237,22 @@ func moreDeliveriesNote(id string, shown, offset int) string {
 func newWebhooksTestCmd(app *App) *cobra.Command {
 	return withExample(newWebhooksQueueCmd(app, "test ID", "Queue a webhook.test event for one subscription and print the delivery's id", "test webhook", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, c *client.Client, args []string) (*api.WebhookDelivery, error) {
-			return c.TestWebhook(cmd.Context(), args[0])
+			id, err := webhookID(cmd.Context(), c, args[0])
+			if err != nil {
+				return nil, err
+			}
+			return c.TestWebhook(cmd.Context(), id)
 		}), "  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks test $hook\n  boxkite webhooks deliveries $hook --limit 1")
 }
 
 func newWebhooksRedeliverCmd(app *App) *cobra.Command {
 	cmd := newWebhooksQueueCmd(app, "redeliver ID DELIVERY_ID", "Send a delivered or failed delivery's event again (same event_id) and print the new delivery's id", "redeliver webhook", cobra.ExactArgs(2),
 		func(cmd *cobra.Command, c *client.Client, args []string) (*api.WebhookDelivery, error) {
-			return c.RedeliverWebhook(cmd.Context(), args[0], args[1])
+			id, err := webhookID(cmd.Context(), c, args[0])
+			if err != nil {
+				return nil, err
+			}
+			return c.RedeliverWebhook(cmd.Context(), id, args[1])
 		})
 	cmd.Example = "  boxkite webhooks deliveries ID\n  boxkite webhooks redeliver ID DELIVERY_ID"
 	hooks := cmd.ValidArgsFunction

@@ -112,7 +112,7 @@ func (c *Client) download(ctx context.Context, route, id string, query url.Value
 		resp.Body.Close()
 		return nil, c.badResponse(resp.StatusCode, resp.Header)
 	}
-	return &Download{ReadCloser: resp.Body, Size: resp.ContentLength}, nil
+	return &Download{ReadCloser: &cutReader{ReadCloser: resp.Body, c: c, op: http.MethodGet + " " + route}, Size: resp.ContentLength}, nil
 }
 
 // rawRequest builds a transfer request for route (with an {id}

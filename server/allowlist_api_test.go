@@ -137,6 +137,14 @@ func TestAllowlistEnforced(t *testing.T) {
 		{"exec substitution", e.KeyA, sbA.ID, "/exec", api.ExecRequest{Command: "echo $(id)"}, false},
 		{"exec denied args", e.KeyA, sbA.ID, "/exec", api.ExecRequest{Command: "python3 -c 'print(1)'"}, false},
 		{"exec of another account", e.KeyB, sbB.ID, "/exec", api.ExecRequest{Command: "rm -rf /workspace"}, true},
+		// env sets what an assignment in the command would (seccheck26:
+		// GIT_EXTERNAL_DIFF in env ran a planted program under a rule of
+		// git diff); the sidecar itself refuses only a few names.
+		{"exec env harmless", e.KeyA, sbA.ID, "/exec", api.ExecRequest{Command: "ls", Env: map[string]string{"FOO": "1"}}, true},
+		{"exec env GIT_EXTERNAL_DIFF", e.KeyA, sbA.ID, "/exec", api.ExecRequest{Command: "ls", Env: map[string]string{"GIT_EXTERNAL_DIFF": "/workspace/x"}}, false},
+		{"exec env GCONV_PATH", e.KeyA, sbA.ID, "/exec", api.ExecRequest{Command: "ls", Env: map[string]string{"GCONV_PATH": "/workspace"}}, false},
+		{"exec env SHELLOPTS", e.KeyA, sbA.ID, "/exec", api.ExecRequest{Command: "ls", Env: map[string]string{"SHELLOPTS": "xtrace", "PS4": "x"}}, false},
+		{"exec secret_env PAGER", e.KeyA, sbA.ID, "/exec", api.ExecRequest{Command: "ls", SecretEnv: map[string]string{"PAGER": "token"}}, false},
 		{"process allowed", e.KeyA, sbA.ID, "/processes", api.ProcessStartRequest{Command: "python3 -m http.server", MaxRuntimeSeconds: 60}, true},
 		{"process refused", e.KeyA, sbA.ID, "/processes", api.ProcessStartRequest{Command: "nc -l 80", MaxRuntimeSeconds: 60}, false},
 		{"process wrapper", e.KeyA, sbA.ID, "/processes", api.ProcessStartRequest{Command: "nohup ls", MaxRuntimeSeconds: 60}, false},

@@ -32,7 +32,7 @@ func (h *Handler) getArchive(w http.ResponseWriter, r *http.Request) error {
 	case !t.exists:
 		return errDirNotFound(p)
 	case !t.isDir():
-		return notDirectory(p, "download a file with GET /files/raw")
+		return notDirectory(p, "copy a file without -r: 'boxkite files cp ID:PATH DST'")
 	}
 	gz := r.URL.Query().Get("gzip")
 	zipped := gz == "1" || gz == "true"

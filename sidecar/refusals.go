@@ -13,6 +13,13 @@ import (
 // so its output reads the same whichever side gave it.
 const lsHint = "list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)"
 
+// viewHint names the read of a file as the hints name every call: the
+// CLI's command, which the CLI prints as it is, an agent reads as its
+// `view` tool (tools/hints.go) and an E2B SDK user as sbx.files.read
+// (server/e2b/envd/hints.go). A route (GET /files/raw) was what none of
+// them calls.
+const viewHint = "read a file with 'boxkite files view PATH'"
+
 func errFileNotFound(p string) *api.Error {
 	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "File not found: %s", p).WithHint(lsHint)
 }
@@ -24,7 +31,7 @@ func errDirNotFound(p string) *api.Error {
 // errIsDir refuses a directory where a file is read or edited.
 func errIsDir(p string) *api.Error {
 	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p).
-		WithHint("name a file in it; list it with GET /files?path=DIR, download it whole with GET /files/archive")
+		WithHint("name a file in it; list it with 'boxkite files ls DIR'; copy it whole with 'boxkite files cp -r ID:PATH DST'")
 }
 
 // errIsDirWrite refuses a directory where a file is written.
@@ -40,7 +47,7 @@ func errNotRegular(p string) *api.Error {
 
 // errNotDirectory refuses a file where a directory is worked on.
 func errNotDirectory(p string) *api.Error {
-	return notDirectory(p, "name a directory; read a file with GET /files/raw")
+	return notDirectory(p, "name a directory; "+viewHint)
 }
 
 // errLsFile refuses ls of a file: ls lists directories, and the refusal
@@ -48,7 +55,7 @@ func errNotDirectory(p string) *api.Error {
 // empty directory. The CLI's files ls prints the file's own entry, as
 // ls(1) does (it finds it in the listing of the file's directory).
 func errLsFile(p string) *api.Error {
-	return notDirectory(p, "ls lists a directory; read a file with 'boxkite files view PATH', or list the directory it is in")
+	return notDirectory(p, "ls lists a directory; "+viewHint+", or list the directory it is in")
 }
 
 func notDirectory(p, hint string) *api.Error {

@@ -70,7 +70,7 @@ func (h *Handler) getRaw(w http.ResponseWriter, r *http.Request) error {
 	defer done()
 	if t.isDir() {
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p).
-			WithHint("download a directory with GET /files/archive")
+			WithHint("copy a directory with -r: 'boxkite files cp -r ID:PATH DST'")
 	}
 	f, _, err := v.openFile(t, p)
 	if err != nil {

@@ -280,9 +280,11 @@ func TestWatchDirectory(t *testing.T) {
 			args: `{"path":"a.txt"}`,
 			fake: fake{watch: func(api.WatchRequest) (*api.WatchResult, error) {
 				// The sidecar's answer (errNotDirectory).
-				return nil, apiErr(400, api.CodeNotADirectory, "Not a directory: a.txt", "name a directory; read a file with GET /files/raw")
+				return nil, apiErr(400, api.CodeNotADirectory, "Not a directory: a.txt", "name a directory; read a file with 'boxkite files view PATH'")
 			}},
-			want:  "Error [not_a_directory]: Not a directory: a.txt\nHint: name a directory; read a file with GET /files/raw",
+			// Alone, without view: the clause naming it is left out
+			// (TestFileRefusalHints has it with view).
+			want:  "Error [not_a_directory]: Not a directory: a.txt\nHint: name a directory",
 			calls: []call{{"Watch", api.WatchRequest{Path: "a.txt", TimeoutSeconds: 10}}},
 		},
 	})

@@ -4,7 +4,7 @@
 // is another account's key. Each check prints "ok <name>"; the first
 // failure throws and exits non-zero. The last line is a JSON summary.
 import { spawnSync } from 'node:child_process'
-import { Sandbox, CommandExitError, InvalidArgumentError, NotFoundError } from 'e2b'
+import { Sandbox, AuthenticationError, CommandExitError, InvalidArgumentError, NotFoundError } from 'e2b'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { check, rejects, sleep, until } from './check.mjs'
 
@@ -25,6 +25,28 @@ const fg = await sbx.commands.run('echo out-$SANDBOX_VAR-$REQ_VAR; echo err >&2;
 check('run.stdout', fg.stdout === 'out-from-create-from-run\n/tmp\n', fg)
 check('run.stderr', fg.stderr === 'err\n', fg)
 check('run.exitCode', fg.exitCode === 0, fg)
+// envd gives a command its user's name, as it gives HOME
+const who = await sbx.commands.run('echo "$USER $LOGNAME"')
+check('run.USER', who.stdout === 'sandbox sandbox\n', who)
+// the user option may name E2B's users; a user the sandbox does not have
+// is refused, as envd refuses it, on RPCs, streams and /files alike
+// a command (and envs) longer than the sidecar's query string takes: envd
+// runs any the kernel does (128 KiB a word); it failed, internal
+if (process.env.FLOWS_UNJAILED !== '1') { // the file it goes through is the sandbox's /tmp
+  const longCmd = await sbx.commands.run('echo ' + 'a'.repeat(100000) + ' | wc -c; echo ${#BIG}; ls -a /tmp', { envs: { BIG: 'b'.repeat(60000) } })
+  check('run.long-command', longCmd.stdout.startsWith('100001\n60000\n') && !longCmd.stdout.includes('.e2b-command-'), longCmd.stdout.slice(0, 200))
+} else {
+  check('run.long-command', true)
+}
+check('user.known', (await sbx.commands.run('echo ok', { user: 'root' })).stdout === 'ok\n')
+for (const [what, call] of [
+  ['run', () => sbx.commands.run('true', { user: 'nosuchuser' })],
+  ['list', () => sbx.files.list('.', { user: 'nosuchuser' })],
+  ['write', () => sbx.files.write('u.txt', 'x', { user: 'nosuchuser' })],
+]) {
+  const e = await rejects(call)
+  check(`user.unknown-refused.${what}`, e instanceof AuthenticationError && e.message.includes("invalid username: 'nosuchuser'"), String(e))
+}
 const exitErr = await rejects(() => sbx.commands.run('echo partial; exit 7'))
 check('run.CommandExitError', exitErr instanceof CommandExitError && exitErr.exitCode === 7 && exitErr.stdout === 'partial\n' &&
   exitErr.message === 'exit status 7', String(exitErr))
@@ -96,6 +118,11 @@ const info = await sbx.files.getInfo('/workspace/hello.txt')
 check('files.getInfo', info.type === 'file' && info.size === 11 && info.path === '/workspace/hello.txt' && info.permissions === '-rw-r--r--', info)
 const moved = await sbx.files.rename('/workspace/hello.txt', '/workspace/sub/renamed.txt')
 check('files.rename', moved.path === '/workspace/sub/renamed.txt' && (await sbx.files.read('/workspace/sub/renamed.txt')) === 'hello, e2b\n' && !(await sbx.files.exists('/workspace/hello.txt')), moved)
+// a source that is not there: envd's NotFoundError and message; the destination's parents are made first, as envd's Move does
+const moveMissing = await rejects(() => sbx.files.rename('/workspace/absent.txt', '/workspace/renamed/x.txt'))
+check('files.rename-missing', moveMissing instanceof NotFoundError &&
+  moveMissing.message.includes('source file not found: rename /workspace/absent.txt /workspace/renamed/x.txt: no such file or directory') &&
+  (await sbx.files.exists('/workspace/renamed')), String(moveMissing))
 check('files.makeDir', (await sbx.files.makeDir('/workspace/made/deep')) === true && (await sbx.files.makeDir('/workspace/made/deep')) === false)
 // a file where the directory should be is not "already there" (false)
 const onFile = await rejects(() => sbx.files.makeDir('/workspace/big.bin'))
@@ -155,6 +182,16 @@ const homeMoved = await sbx.files.rename('/home/user/rel dir/rel.txt', '/home/us
 check('home.rename', homeMoved.path === '/home/user/moved.txt' && (await sbx.files.exists('/workspace/moved.txt')), homeMoved)
 const inHome = await sbx.commands.run('cat home.txt; echo "$HOME"', { cwd: '/home/user' })
 check('home.cwd-HOME', inHome.stdout === 'home\n/home/user\n', inHome)
+// errors name a path as it was asked too, as envd names the path it was given
+const asAsked = {
+  read: await rejects(() => sbx.files.read('/home/user/absent.txt')),
+  'read-relative': await rejects(() => sbx.files.read('absent.txt')),
+  cwd: await rejects(() => sbx.commands.run('pwd', { cwd: 'nowhere' })),
+  watchDir: await rejects(() => sbx.files.watchDir('/home/user/nowhere', () => {})),
+}
+check('home.errors-as-asked', Object.entries(asAsked).every(([k, e]) => e !== null &&
+  e.message.includes(k === 'cwd' || k === 'watchDir' ? '/home/user/nowhere' : '/home/user/absent.txt') && !e.message.includes('/workspace/')),
+Object.fromEntries(Object.entries(asAsked).map(([k, e]) => [k, String(e)])))
 if (process.env.FLOWS_UNJAILED !== '1') {
   const byPath = await sbx.commands.run('cat /home/user/home.txt && echo made > /home/user/made.txt')
   check('home.in-sandbox', byPath.stdout === 'home\n' && (await sbx.files.read('/workspace/made.txt')) === 'made\n', byPath)
@@ -200,6 +237,11 @@ check('pty.size-refused', zeroCreate instanceof InvalidArgumentError && zeroResi
 // A terminal's input is the pty's, as envd has it: stdin to it is refused.
 const ptyStdin = await rejects(() => sbx.commands.sendStdin(term.pid, 'typed\n'))
 check('pty.stdin-refused', ptyStdin !== null && /failed_precondition/.test(String(ptyStdin)), String(ptyStdin))
+// and a command has no terminal to resize (it answered success)
+const plain = await sbx.commands.run('sleep 60', { background: true, timeoutMs: 0 })
+const plainResize = await rejects(() => sbx.pty.resize(plain.pid, { cols: 100, rows: 30 }))
+check('pty.resize-command-refused', plainResize !== null && /failed_precondition/.test(String(plainResize)), String(plainResize))
+await plain.kill()
 await sbx.pty.kill(term.pid)
 
 // the control plane

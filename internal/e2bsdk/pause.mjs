@@ -82,7 +82,7 @@ check('autoPauseMemory.not-supported', /not supported/.test(String(await rejects
 await back.kill()
 
 // snapshots: take one, list it, restore it with Sandbox.create, delete it
-const src = await Sandbox.create({ metadata: { suite: 'pause', run, role: 'snap' } })
+const src = await Sandbox.create({ metadata: { suite: 'pause', run, role: 'snap' }, envs: { SNAP_ENV: 'from-create', OVER: 'old' } })
 await src.files.write('/workspace/snap.txt', 'before\n')
 const snap = await src.createSnapshot({ name: 'e2b-snap' })
 check('snapshot.create', typeof snap.snapshotId === 'string' && snap.names.includes('e2b-snap'), snap)
@@ -91,6 +91,16 @@ const listedSnaps = await Sandbox.listSnapshots({ sandboxId: src.sandboxId }).ne
 check('snapshot.list', listedSnaps.length === 1 && listedSnaps[0].snapshotId === snap.snapshotId, listedSnaps)
 const restored = await Sandbox.create(snap.snapshotId, { metadata: { run, role: 'restored' } })
 check('snapshot.restore', (await restored.files.read('/workspace/snap.txt')) === 'before\n')
+// E2B's snapshot keeps envd's memory, so the environment its sandbox was
+// created with, and a create from it adds its own envs over that
+const withEnvs = await Sandbox.create(snap.snapshotId, { metadata: { run, role: 'restored' }, envs: { OVER: 'new' } })
+const envOut = await withEnvs.commands.run('echo "$SNAP_ENV $OVER"')
+check('snapshot.restore-envs', envOut.stdout === 'from-create new\n', envOut)
+await withEnvs.kill()
+// Sandbox.create takes a snapshot's name as well as its id: the newest of that name
+const byName = await Sandbox.create('e2b-snap', { metadata: { run, role: 'restored' } })
+check('snapshot.restore-by-name', (await byName.files.read('/workspace/snap.txt')) === 'before\n')
+await byName.kill()
 check('snapshot.delete', (await Sandbox.deleteSnapshot(snap.snapshotId)) === true)
 check('snapshot.delete-again-false', (await Sandbox.deleteSnapshot(snap.snapshotId)) === false)
 await restored.kill()

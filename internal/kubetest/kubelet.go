@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/sidecar/jail"
+	"golang.org/x/sys/unix"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,12 +51,22 @@ import (
 // As root, each pod's process runs in a cgroup of its own, as a
 // container does: boxkite/kubetest-UID below the test's own cgroup in
 // every hierarchy the sidecar reads its use from (cgroup v2's, or v1's
-// memory, pids and cpuacct, and those of the jail's limits and freezer),
-// with no limits set. So a sidecar's GET /usage (Stats, getMetrics) is its
-// pod's alone, not the test's or another pod's. The process moves there
-// as soon as it started, before it serves: what it used before is the
-// test's. A pod's end removes its cgroup, killing anything left in it;
-// Stop removes the boxkite parents too once nothing is below them.
+// memory, pids and cpuacct, and those of the jail's limits and freezer).
+// So a sidecar's GET /usage (Stats, getMetrics) is its pod's alone, not
+// the test's or another pod's. The cgroup has the pod's limits, as a
+// kubelet sets its pod cgroup's (pkg/kubelet/cm ResourceConfigForPod):
+// the container's CPU limit as a CFS quota over a 100 ms period
+// (cpu.max, cpu.cfs_quota_us; 1 ms at least), its memory limit as the
+// memory limit without swap (memory.max and memory.swap.max 0;
+// memory.limit_in_bytes and memsw), and the node's podPidsLimit
+// (PodPidsLimit) as pids.max; a limit the pod does not ask for is none.
+// They are the jail's (jail.Limits): on cgroup v1 the memory limit also
+// bounds TCP buffers, as cgroup v2 always does. Requests, which a kubelet
+// turns into CPU shares, an emptyDir's sizeLimit and ephemeral-storage,
+// which it enforces by eviction, are not enforced. The process is in the
+// cgroup before the sidecar's first instruction, its limits with it
+// (placeInCgroup). A pod's end removes its cgroup, killing anything left
+// in it; Stop removes the boxkite parents too once nothing is below them.
 //
 // A pod deleted from the API has its process killed; a process that exits
 // marks its pod Failed. A pod running longer than its
@@ -74,6 +85,7 @@ type Kubelet struct {
 	started  atomic.Int64
 	held     atomic.Int32  // Holds not released: new pods are left pending
 	cgroups  *jail.Cgroups // where pods get cgroups of their own; nil when not root
+	pids     int64         // every pod's pids.max (PodPidsLimit); 0 for none
 	logf     func(format string, args ...any)
 	stopOnce sync.Once
 }
@@ -116,9 +128,18 @@ func podIP(port int32) (string, error) {
 	return "", fmt.Errorf("no free pod address for port %d after 100 tries", port)
 }
 
+// A KubeletOption sets what a node's kubelet configuration would.
+type KubeletOption func(*Kubelet)
+
+// PodPidsLimit gives each pod's cgroup a limit of n tasks (threads
+// included), as a kubelet's podPidsLimit (--pod-max-pids) does: Kubernetes
+// has no per-pod field for it. A kubelet's default, and this one's, is
+// none.
+func PodPidsLimit(n int64) KubeletOption { return func(k *Kubelet) { k.pids = n } }
+
 // StartKubelet runs a Kubelet for namespace ns until t ends. sidecar is the
 // boxkite-sidecar binary to run (servertest.SidecarBinary).
-func (c *Cluster) StartKubelet(t testing.TB, ns, sidecar string) *Kubelet {
+func (c *Cluster) StartKubelet(t testing.TB, ns, sidecar string, opts ...KubeletOption) *Kubelet {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "kubelet-")
 	if err != nil {
@@ -137,6 +158,9 @@ func (c *Cluster) StartKubelet(t testing.TB, ns, sidecar string) *Kubelet {
 		client: c.Client, ns: ns, sidecar: sidecar, dir: dir,
 		pods: map[string]*podProc{}, cancel: cancel, done: make(chan struct{}),
 		logf: t.Logf, cgroups: cgs,
+	}
+	for _, o := range opts {
+		o(k)
 	}
 	go k.run(ctx)
 	t.Cleanup(k.Stop)
@@ -391,14 +415,26 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 		}
 		cmd.SysProcAttr.Credential = cred
 	}
-	var cg jail.Cgroup
+	var (
+		cg     jail.Cgroup
+		placed func()
+	)
 	if k.cgroups != nil {
-		if cg, err = newPodCgroup(k.cgroups, string(pod.UID)); err != nil {
+		if cg, err = newPodCgroup(k.cgroups, string(pod.UID), podLimits(pod, k.pids)); err != nil {
 			log.Close()
 			return nil, err
 		}
+		if placed, err = placeInCgroup(cmd, cg.Dirs); err != nil {
+			log.Close()
+			_ = cg.Remove(context.Background())
+			return nil, fmt.Errorf("start container: %w", err)
+		}
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if placed != nil {
+		placed()
+	}
+	if err != nil {
 		log.Close()
 		_ = cg.Remove(context.Background())
 		return nil, fmt.Errorf("start container: %w", err)
@@ -409,11 +445,87 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 		log.Close()
 		close(p.exit)
 	}()
-	if err := cg.Add(cmd.Process.Pid); err != nil {
-		p.kill()
-		return nil, fmt.Errorf("start container: move it to its cgroup: %w", err)
-	}
 	return p, nil
+}
+
+// podLimits are the cgroup limits a kubelet gives pod's cgroup
+// (ResourceConfigForPod, for a pod of one container): its CPU and memory
+// limits, each only when it sets one, and pids, the node's podPidsLimit.
+func podLimits(pod *corev1.Pod, pids int64) jail.Limits {
+	lim := pod.Spec.Containers[0].Resources.Limits
+	l := jail.Limits{Pids: max(pids, 0)}
+	if q, ok := lim[corev1.ResourceCPU]; ok && !q.IsZero() {
+		l.CPUs = float64(q.MilliValue()) / 1000
+	}
+	if q, ok := lim[corev1.ResourceMemory]; ok && !q.IsZero() {
+		l.Memory = q.Value()
+	}
+	return l
+}
+
+// placeInCgroup has cmd's process start in the cgroup of dirs before the
+// container's first instruction, as a runtime starts a container in its
+// cgroup, and returns what closes the descriptors it opened once cmd
+// started. A cgroup2 directory takes the process at its clone (clone3's
+// CLONE_INTO_CGROUP: SysProcAttr.UseCgroupFD). For v1 hierarchies, which
+// have nothing of the kind, the process starts as /bin/sh, which writes 0
+// (itself, single-threaded: no threadgroup lock) to each one's tasks file
+// and then execs the container's command, as sidecar/jail's clone places a
+// jail (cgroup_place_linux.go). It writes through descriptors the kubelet
+// opened as root, because v1 checks the opener's credentials (Linux 5.16),
+// not the writer's, which by then are the pod's user's; the exec closes
+// them.
+func placeInCgroup(cmd *exec.Cmd, dirs []string) (placed func(), err error) {
+	var files []*os.File
+	cgroup2 := -1
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+		if cgroup2 >= 0 {
+			_ = unix.Close(cgroup2)
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	for _, dir := range dirs {
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil {
+			return nil, fmt.Errorf("place in cgroup %s: %w", dir, err)
+		}
+		if st.Type == unix.CGROUP2_SUPER_MAGIC {
+			if cgroup2 >= 0 {
+				return nil, fmt.Errorf("place in cgroup %s: a second cgroup2 directory", dir)
+			}
+			if cgroup2, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+				return nil, fmt.Errorf("place in cgroup %s: %w", dir, err)
+			}
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, "tasks"), os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("place in cgroup: %w", err)
+		}
+		files = append(files, f)
+	}
+	if cgroup2 >= 0 {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, cgroup2
+	}
+	if len(files) > 0 {
+		var writes, closes []string
+		for i := range files {
+			fd := strconv.Itoa(3 + i) // ExtraFiles' numbers in the child
+			writes = append(writes, "echo 0 >&"+fd)
+			closes = append(closes, fd+">&-")
+		}
+		script := strings.Join(writes, " && ") + ` || exit 126; exec "$0" "$@" ` + strings.Join(closes, " ")
+		cmd.Args = append([]string{"sh", "-c", script, cmd.Path}, cmd.Args[1:]...)
+		cmd.Path, cmd.ExtraFiles = "/bin/sh", files
+	}
+	return closeAll, nil
 }
 
 // podCgroupParent is the directory below the test's own cgroups that
@@ -451,12 +563,12 @@ func removePodCgroupParents(cgs *jail.Cgroups) {
 	}
 }
 
-// newPodCgroup makes the cgroup of the pod with uid, without limits, in
+// newPodCgroup makes the cgroup of the pod with uid, with limits lim, in
 // every hierarchy the jail makes sandboxes' in and in every one the
 // sidecar reads its use from (Cgroups.Own): on a v1 host with cpuacct
 // mounted apart from cpu, the jail makes none in cpuacct's, where the
 // CPU time is.
-func newPodCgroup(cgs *jail.Cgroups, uid string) (jail.Cgroup, error) {
+func newPodCgroup(cgs *jail.Cgroups, uid string, lim jail.Limits) (jail.Cgroup, error) {
 	name := "kubetest-" + uid
 	var (
 		cg  jail.Cgroup
@@ -465,7 +577,7 @@ func newPodCgroup(cgs *jail.Cgroups, uid string) (jail.Cgroup, error) {
 	// A local driver's clean-up may remove the shared parent between its
 	// making and the pod's directory's: try again.
 	for range 3 {
-		if cg, err = cgs.Create(name, jail.Limits{}); !errors.Is(err, fs.ErrNotExist) {
+		if cg, err = cgs.Create(name, lim); !errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 	}

@@ -31,7 +31,9 @@ func TestAllowlistPlantedProgram(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := x.c.SetAllowedCommands(ctx, []api.CommandRule{{Command: "ls"}}); err != nil {
+	// The builtins that take variable names are listed too: bash evaluates
+	// a subscript of a name they are given as code (seccheck26).
+	if _, err := x.c.SetAllowedCommands(ctx, []api.CommandRule{{Command: "ls"}, {Command: "printf"}, {Command: "read"}, {Command: "test"}, {Command: "declare"}}); err != nil {
 		t.Fatalf("set the allowlist: %v", err)
 	}
 	for _, command := range []string{
@@ -51,6 +53,13 @@ func TestAllowlistPlantedProgram(t *testing.T) {
 		// and runs $(…) found in a value it expands as a prompt.
 		"ls $'\\''; ./bin/ls #'",
 		`a='$'; b='('; x="$a${b}./bin/ls)"; ls ${x@P}`,
+		// and runs $(…) found in a value it evaluates as arithmetic.
+		`x=b[\$\(./bin/ls\)]; printf -v 'a[x]' 1`,
+		`x=b[\$\(./bin/ls\)]; read 'a[x]' < /dev/null`,
+		`x=b[\$\(./bin/ls\)]; test -v 'a[x]'`,
+		`x=b[\$\(./bin/ls\)]; declare -i y=x`,
+		`x=b[\$\(./bin/ls\)]; RANDOM=x`,
+		`x=b[\$\(./bin/ls\)]; ls {a[x]}>/dev/null`,
 	} {
 		t.Run(command, func(t *testing.T) {
 			res, err := x.exec(id, api.ExecRequest{Command: command})

@@ -35,11 +35,14 @@ type Sandbox struct {
 	ExpiresAt time.Time
 	Paused    bool // paused: E2B's state "paused"
 	AutoPause bool // paused, not destroyed, at ExpiresAt
+	// RestoredFrom is the sandbox whose snapshot a create restored (its
+	// template named the snapshot); "" for a new sandbox.
+	RestoredFrom string
 }
 
 // CreateSpec is a sandbox to create.
 type CreateSpec struct {
-	ImageID   string        // "" means the default image; a snapshot's id restores it
+	ImageID   string        // "" means the default image; a snapshot's id, or name, restores it
 	Lifetime  time.Duration // from now; whole seconds
 	AutoPause bool          // pause it at the end of its lifetime instead of destroying it
 }

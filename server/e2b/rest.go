@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"strings"
@@ -108,9 +109,16 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, c Caller) error
 	if err != nil {
 		return err
 	}
+	envs, err := h.restoredEnv(r.Context(), sb.RestoredFrom, req.EnvVars)
+	if err != nil {
+		if derr := h.cp.Destroy(context.WithoutCancel(r.Context()), c, sb.ID); derr != nil {
+			h.log.ErrorContext(r.Context(), "destroy sandbox whose record failed", "sandbox", sb.ID, "err", derr)
+		}
+		return err
+	}
 	rec := Record{
 		SandboxID: sb.ID, AccountID: c.AccountID(), TemplateID: req.TemplateID,
-		Metadata: req.Metadata, EnvVars: req.EnvVars, CreatedAt: sb.CreatedAt,
+		Metadata: req.Metadata, EnvVars: envs, CreatedAt: sb.CreatedAt,
 	}
 	if err := h.store.PutE2BSandbox(r.Context(), rec); err != nil {
 		if derr := h.cp.Destroy(context.WithoutCancel(r.Context()), c, sb.ID); derr != nil {
@@ -124,6 +132,28 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, c Caller) error
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil
+}
+
+// restoredEnv is the environment of a sandbox created from a snapshot of
+// the sandbox from (none: envs as they are): from's environment, the
+// create's envs over it, as E2B's snapshot keeps envd's memory, the
+// environment its create gave it, and a create from it adds its envs to
+// that. A snapshot of a sandbox the facade did not create (/v1's) has
+// none.
+func (h *Handler) restoredEnv(ctx context.Context, from string, envs map[string]string) (map[string]string, error) {
+	if from == "" {
+		return envs, nil
+	}
+	prev, err := h.store.E2BSandbox(ctx, from)
+	if errors.Is(err, ErrNotFound) || err == nil && len(prev.EnvVars) == 0 {
+		return envs, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load e2b sandbox: %w", err)
+	}
+	out := maps.Clone(prev.EnvVars)
+	maps.Copy(out, envs)
+	return out, nil
 }
 
 // validateCreate refuses what boxkite cannot do yet rather than ignore it.

@@ -23,12 +23,12 @@ func (l *Lifecycle) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpe
 	acct := account(c)
 	spec.Lifetime = min(spec.Lifetime, l.d.MaxLifetime) // cut, as E2B's KeepAliveFor cuts a timeout
 	if spec.ImageID != "" {
-		sn, err := l.d.Store.Snapshot(ctx, acct.ID, spec.ImageID)
-		if err == nil {
-			return l.restore(ctx, c, sn, spec)
+		sn, err := l.snapshot(ctx, acct, spec.ImageID)
+		if err != nil {
+			return e2b.Sandbox{}, err
 		}
-		if !errors.Is(err, model.ErrNotFound) {
-			return e2b.Sandbox{}, fmt.Errorf("look up snapshot: %w", err)
+		if sn != nil {
+			return l.restore(ctx, c, sn, spec)
 		}
 	}
 	sbs, err := l.d.Sandboxes.Start(ctx, acct, sandbox.StartSpec{Lifetime: spec.Lifetime, ImageID: spec.ImageID, AutoPause: spec.AutoPause})
@@ -38,6 +38,30 @@ func (l *Lifecycle) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpe
 	return toSandbox(sbs[0]), nil
 }
 
+// snapshot is the account's snapshot a create's template names: by its
+// id, else by its name (createSnapshot({name})), the newest completed one
+// of that name, as E2B's Sandbox.create takes a snapshot's name; nil for
+// neither (an image).
+func (l *Lifecycle) snapshot(ctx context.Context, acct *model.Account, template string) (*model.Snapshot, error) {
+	sn, err := l.d.Store.Snapshot(ctx, acct.ID, template)
+	if err == nil {
+		return sn, nil
+	}
+	if !errors.Is(err, model.ErrNotFound) {
+		return nil, fmt.Errorf("look up snapshot: %w", err)
+	}
+	sns, err := l.d.Store.ListSnapshots(ctx, acct.ID, "")
+	if err != nil {
+		return nil, fmt.Errorf("list snapshots: %w", err)
+	}
+	for _, sn := range sns { // newest first
+		if sn.Label == template && sn.Status == api.SnapshotCompleted {
+			return sn, nil
+		}
+	}
+	return nil, nil
+}
+
 // restore is a create whose template is one of the caller's snapshots: a
 // new sandbox with its files, kept spec.Lifetime.
 func (l *Lifecycle) restore(ctx context.Context, c e2b.Caller, sn *model.Snapshot, spec e2b.CreateSpec) (e2b.Sandbox, error) {
@@ -45,7 +69,9 @@ func (l *Lifecycle) restore(ctx context.Context, c e2b.Caller, sn *model.Snapsho
 	if err != nil {
 		return e2b.Sandbox{}, err
 	}
-	return l.keep(ctx, c, sb, spec.Lifetime)
+	out, err := l.keep(ctx, c, sb, spec.Lifetime)
+	out.RestoredFrom = sn.SandboxID
+	return out, err
 }
 
 // keep sets a sandbox the facade started from a snapshot to end lifetime

@@ -147,6 +147,11 @@ func (e *session) CheckCommand(ctx context.Context, command string) error {
 	return al.Check(command)
 }
 
+func (e *session) Allowlisted(ctx context.Context) (bool, error) {
+	al, err := e.allowlist(ctx)
+	return al != nil, err
+}
+
 func (e *session) CheckCode(ctx context.Context, code string) error {
 	al, err := e.allowlist(ctx)
 	if err != nil || al == nil {

@@ -56,19 +56,20 @@ type env struct {
 	stop   func()
 }
 
-func newEnv(t *testing.T, cfg kube.Config) *env {
+func newEnv(t *testing.T, cfg kube.Config, node ...kubetest.KubeletOption) *env {
 	t.Helper()
 	c := kubetest.Shared(t)
-	return newEnvOn(t, c, c.Namespace(t), cfg)
+	return newEnvOn(t, c, c.Namespace(t), cfg, node...)
 }
 
-// newEnvOn is newEnv on cluster c in namespace ns.
-func newEnvOn(t *testing.T, c *kubetest.Cluster, ns string, cfg kube.Config) *env {
+// newEnvOn is newEnv on cluster c in namespace ns. node configures its
+// kubelet.
+func newEnvOn(t *testing.T, c *kubetest.Cluster, ns string, cfg kube.Config, node ...kubetest.KubeletOption) *env {
 	t.Helper()
 	cfg.Namespace = ns
 	cfg.Log = slog.New(slog.NewTextHandler(tWriter{t}, nil))
 	e := &env{
-		cluster: c, ns: ns, kubelet: c.StartKubelet(t, ns, servertest.SidecarBinary(t)),
+		cluster: c, ns: ns, kubelet: c.StartKubelet(t, ns, servertest.SidecarBinary(t), node...),
 		dbPath: filepath.Join(t.TempDir(), "boxkite.db"), key: model.NewAPIKey(), cfg: cfg,
 	}
 	return e

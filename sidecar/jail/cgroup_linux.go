@@ -332,7 +332,7 @@ func (cg Cgroup) Remove(ctx context.Context) error {
 	for _, dir := range cg.Dirs {
 		// Never act on a path that is not a sandbox cgroup: state files
 		// hand these in.
-		if filepath.Base(filepath.Dir(dir)) != cgroupParent {
+		if !isSandboxCgroup(dir) {
 			return fmt.Errorf("remove cgroup: %s is not a boxkite cgroup", dir)
 		}
 	}
@@ -356,6 +356,17 @@ func (cg Cgroup) Remove(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// isSandboxCgroup reports whether dir names a sandbox's cgroup: a clean
+// absolute path whose last element is directly below a boxkite parent
+// (Create's .../boxkite/name). Remove and openCgroupPlace act only on
+// such paths, which state files and spawn requests hand in: a path such
+// as .../boxkite/.. (whose filepath.Dir is .../boxkite) or .../boxkite/.
+// names the driver's own cgroup or the parent of every sandbox, and
+// killing what is in it would take the server or every sandbox along.
+func isSandboxCgroup(dir string) bool {
+	return filepath.IsAbs(dir) && filepath.Clean(dir) == dir && filepath.Base(filepath.Dir(dir)) == cgroupParent
 }
 
 // tryRemove kills what is left and removes every empty directory; busy

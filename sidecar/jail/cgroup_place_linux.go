@@ -3,7 +3,6 @@ package jail
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -65,7 +64,7 @@ func openCgroupPlace(dirs []string) (_ *cgroupPlace, err error) {
 	}()
 	for _, dir := range dirs {
 		// Never a path that is not a sandbox cgroup (Cgroup.Remove's check).
-		if filepath.Base(filepath.Dir(dir)) != cgroupParent {
+		if !isSandboxCgroup(dir) {
 			return nil, fmt.Errorf("place jail in cgroup: %s is not a boxkite cgroup", dir)
 		}
 		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

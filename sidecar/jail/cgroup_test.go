@@ -210,9 +210,76 @@ func TestCgroupLimitsWritten(t *testing.T) {
 		}
 	})
 	t.Run("refuses to remove foreign dirs", func(t *testing.T) {
-		cg := Cgroup{Dirs: []string{t.TempDir()}}
-		if err := cg.Remove(context.Background()); err == nil || !strings.Contains(err.Error(), "not a boxkite cgroup") {
-			t.Errorf("Remove of a non-boxkite dir = %v", err)
+		parent := filepath.Join(t.TempDir(), cgroupParent)
+		if err := os.MkdirAll(filepath.Join(parent, "sb"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// The parent and the directory above it survive: .. and . below
+		// boxkite name them, not a sandbox.
+		for _, dir := range []string{filepath.Dir(parent), parent + "/..", parent + "/.", parent + "/sb/.."} {
+			cg := Cgroup{Dirs: []string{dir}}
+			if err := cg.Remove(context.Background()); err == nil || !strings.Contains(err.Error(), "not a boxkite cgroup") {
+				t.Errorf("Remove(%s) = %v, want not a boxkite cgroup", dir, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(parent, "sb")); err != nil {
+			t.Errorf("a refused Remove removed something: %v", err)
+		}
+	})
+}
+
+func TestIsSandboxCgroup(t *testing.T) {
+	tests := []struct {
+		dir  string
+		want bool
+	}{
+		{"/sys/fs/cgroup/system.slice/boxkite.service/boxkite/sb-1", true},
+		{"/sys/fs/cgroup/memory/boxkite/sb-1", true},
+		{"/boxkite/sb", true},
+		{"/sys/fs/cgroup/boxkite/boxkite", true}, // a sandbox named boxkite
+		{"/sys/fs/cgroup/boxkite", false},        // the parent itself
+		{"/sys/fs/cgroup/boxkite/..", false},     // filepath.Dir gives .../boxkite
+		{"/sys/fs/cgroup/boxkite/.", false},
+		{"/sys/fs/cgroup/boxkite/sb/..", false},
+		{"/sys/fs/cgroup/boxkite/sb/", false},
+		{"/sys/fs/cgroup/boxkite//sb", false},
+		{"/sys/fs/cgroup/x/../boxkite/sb", false}, // unclean, though it cleans to one
+		{"boxkite/sb", false},                     // relative
+		{"./boxkite/sb", false},
+		{"/sys/fs/cgroup/boxkite/sb/child", false},
+		{"/sys/fs/cgroup/boxkite-server", false},
+		{"/sys/fs/cgroup/boxkitex/sb", false},
+		{"/", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := isSandboxCgroup(tt.dir); got != tt.want {
+			t.Errorf("isSandboxCgroup(%q) = %v, want %v", tt.dir, got, tt.want)
+		}
+	}
+}
+
+// FuzzIsSandboxCgroup checks isSandboxCgroup against a reading of the path
+// element by element: absolute, no empty, . or .. element, and boxkite
+// the element before the last.
+func FuzzIsSandboxCgroup(f *testing.F) {
+	for _, seed := range []string{
+		"/sys/fs/cgroup/boxkite/sb", "/sys/fs/cgroup/boxkite/..", "/sys/fs/cgroup/boxkite/.", "/boxkite/sb/..",
+		"boxkite/sb", "/a//boxkite/sb", "/boxkite/sb/", "/", "", "/boxkite/\x00", "/../boxkite/sb",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, dir string) {
+		want := false
+		if rest, ok := strings.CutPrefix(dir, "/"); ok {
+			elems := strings.Split(rest, "/")
+			want = len(elems) >= 2 && elems[len(elems)-2] == cgroupParent
+			for _, e := range elems {
+				want = want && e != "" && e != "." && e != ".."
+			}
+		}
+		if got := isSandboxCgroup(dir); got != want {
+			t.Fatalf("isSandboxCgroup(%q) = %v, want %v", dir, got, want)
 		}
 	})
 }

@@ -67,6 +67,31 @@ const Home = "/workspace"
 // is the HOME of the commands started here, as envd's user's home.
 const UserHome = "/home/user"
 
+// UserName is the sandbox user's name (uid 1001 in the local driver's
+// jail and in the kube driver's sidecar image), which every call runs as:
+// the USER and LOGNAME of the commands started here, as envd gives its
+// user's. The SDK's user option may name it, E2B's "user" or "root";
+// another name is refused, as envd refuses a user it does not have
+// (knownUser).
+const UserName = "sandbox"
+
+// knownUser reports whether name is a user the SDK may name: E2B's two
+// and the sandbox's own. None changes who a call runs as (docs/e2b.md).
+func knownUser(name string) bool {
+	return name == "user" || name == "root" || name == UserName
+}
+
+// requestUser is the user r names, as the SDK sends it: the username of
+// /files's query, or an RPC's Basic authorization.
+func requestUser(r *http.Request) (string, bool) {
+	if r.URL.Path == "/files" {
+		q := r.URL.Query()
+		return q.Get("username"), q.Get("username") != ""
+	}
+	name, _, ok := r.BasicAuth()
+	return name, ok
+}
+
 // Options configure a Handler.
 type Options struct {
 	Sandboxes Sandboxes
@@ -264,6 +289,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"missing or invalid access token for sandbox "+id+": send the create response's envdAccessToken as X-Access-Token")
 		return
 	}
+	if name, ok := requestUser(r); ok && mux == h.envd && !knownUser(name) {
+		// envd's answers: its /files's, and its authn middleware's for an
+		// RPC, in the RPC's protocol (a stream's error in its end message,
+		// which the SDK shows; a bare 401 it shows as "HTTP 401").
+		msg := "invalid username: '" + name + "' (boxkite runs every call as the sandbox user: leave user unset, or pass 'user' or 'root')"
+		if r.URL.Path == "/files" {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"code": http.StatusUnauthorized, "message": msg})
+		} else {
+			_ = connect.NewErrorWriter().Write(w, r, connect.NewError(connect.CodeUnauthenticated, errors.New(msg)))
+		}
+		return
+	}
 	if r.Method == http.MethodPost && (r.URL.Path == "/files" || r.URL.Path == processconnect.ProcessStreamInputProcedure) {
 		apihttp.Streaming(r) // as long as it keeps moving
 	}
@@ -374,6 +411,21 @@ func asAsked(asked, p string) string {
 		return UserHome + rest
 	}
 	return p
+}
+
+// askedError is err, an error about the path asked (absolute, as the
+// caller named it), with the sandbox's name of that path in its message
+// written as asked: a read of /home/user/a.txt that is not there says
+// File not found: /home/user/a.txt, not /workspace/a.txt, as envd names
+// the path it was given.
+func askedError(err error, asked string) error {
+	e, ok := errors.AsType[*api.Error](err)
+	if !ok || inSandbox(asked) == asked {
+		return err
+	}
+	renamed := *e
+	renamed.Message = strings.ReplaceAll(e.Message, inSandbox(asked), asked)
+	return &renamed
 }
 
 // under reports whether p is dir or below it, and what follows dir.

@@ -30,7 +30,7 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) {
 	started := time.Now()
 	resp, err := sidecarOK(ctx, sess, http.MethodGet, "/files/raw", url.Values{"path": {inSandbox(p)}}, nil, nil)
 	if err != nil {
-		h.restError(w, r, err)
+		h.restError(w, r, askedError(err, p))
 		return
 	}
 	defer resp.Body.Close()
@@ -89,7 +89,7 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		if err := h.putFile(r.Context(), p, body); err != nil {
-			return err
+			return askedError(err, p)
 		}
 		written = append(written, writtenEntry{Name: path.Base(p), Type: "file", Path: p})
 		return nil

@@ -93,26 +93,24 @@ func TestBackslashPathRefused(t *testing.T) {
 	}
 }
 
-// TestScriptErrorThroughAFile runs the make_dir and move scripts on paths
-// through a file and the list script on a file: each is
-// invalid_argument, which was internal for make_dir and move. A
+// TestScriptErrorThroughAFile runs the make_dir script on a path through
+// a file and the list script on a file: each is invalid_argument, which
+// was internal for make_dir. (A move's destination through a file is
+// internal "path is a file: P", as envd's: TestMoveScriptErrors.) A
 // read-only filesystem is permission_denied (its message as rm writes it:
 // the tests run as root, whom no mode stops).
 func TestScriptErrorThroughAFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	file, src := filepath.Join(dir, "file"), filepath.Join(dir, "src")
-	for _, p := range []string{file, src} {
-		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		name, script string
 		args         []string
 	}{
 		{"make_dir", mkdirScript, []string{filepath.Join(file, "sub")}},
-		{"move", moveScript, []string{src, filepath.Join(file, "sub", "dst")}},
 		{"ls", listScript, []string{file, "1"}},
 	} {
 		words := []string{"set", "--"}
@@ -230,5 +228,135 @@ func TestStatMissing(t *testing.T) {
 		if !errors.As(got, &ce) || ce.Code() != connect.CodeNotFound || ce.Message() != tt.want {
 			t.Errorf("stat %s: %v, want not_found %q", tt.path, got, tt.want)
 		}
+	}
+}
+
+// TestMoveScriptErrors: the move script through /bin/sh, its failures
+// answered as envd's Move answers them (filesystem/move.go: EnsureDirs of
+// the destination's parent, then os.Rename), paths named as the caller
+// named them. A source that is not there said "path 'P' does not exist"
+// and made no parents; a destination that is a directory, empty, was
+// replaced by a directory moved onto it (mv -T), and a file moved onto
+// itself or a hard link of itself failed (mv refuses), where rename does
+// nothing. Each case runs in a workspace of its own, and checks what is
+// there after it.
+func TestMoveScriptErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, src, dst string
+		wantCode       connect.Code // 0: the move succeeds
+		wantMsg        string
+		there, gone    []string // paths (in the workspace) there, and not there, after the move
+	}{
+		{
+			name: "missing source", src: "nope", dst: "made/sub/x",
+			wantCode: connect.CodeNotFound, wantMsg: "source file not found: rename /home/user/nope /home/user/made/sub/x: no such file or directory",
+			there: []string{"made/sub"}, gone: []string{"made/sub/x"}, // envd makes the parents first
+		},
+		{
+			name: "missing source's directory", src: "/workspace/none/x", dst: "/workspace/y",
+			wantCode: connect.CodeNotFound, wantMsg: "source file not found: rename /workspace/none/x /workspace/y: no such file or directory",
+		},
+		{
+			name: "source through a file", src: "f.txt/x", dst: "y",
+			wantCode: connect.CodeInternal, wantMsg: "error renaming: rename /home/user/f.txt/x /home/user/y: not a directory",
+		},
+		{
+			name: "destination's parent a file", src: "a.txt", dst: "f.txt/sub/y",
+			wantCode: connect.CodeInternal, wantMsg: "path is a file: /home/user/f.txt", there: []string{"a.txt"},
+		},
+		{
+			name: "destination's parent a file, deeper", src: "/workspace/a.txt", dst: "/workspace/dir/g.txt/y",
+			wantCode: connect.CodeInternal, wantMsg: "path is a file: /workspace/dir/g.txt", there: []string{"a.txt"},
+		},
+		{
+			name: "destination's parent a link to a file", src: "a.txt", dst: "lf/y",
+			wantCode: connect.CodeInternal, wantMsg: "path is a file: /home/user/lf", there: []string{"a.txt"},
+		},
+		{
+			name: "file onto an empty directory", src: "a.txt", dst: "empty",
+			wantCode: connect.CodeInternal, wantMsg: "error renaming: rename /home/user/a.txt /home/user/empty: file exists", there: []string{"a.txt", "empty"},
+		},
+		{
+			name: "directory onto an empty directory", src: "dir", dst: "empty",
+			wantCode: connect.CodeInternal, wantMsg: "error renaming: rename /home/user/dir /home/user/empty: file exists", there: []string{"dir/g.txt", "empty"},
+		},
+		{
+			name: "directory onto itself", src: "dir", dst: "/home/user/dir",
+			wantCode: connect.CodeInternal, wantMsg: "error renaming: rename /home/user/dir /home/user/dir: file exists", there: []string{"dir/g.txt"},
+		},
+		{
+			name: "directory onto a file", src: "dir", dst: "f.txt",
+			wantCode: connect.CodeInternal, wantMsg: "error renaming: rename /home/user/dir /home/user/f.txt: not a directory", there: []string{"dir/g.txt", "f.txt"},
+		},
+		{
+			name: "directory below itself", src: "dir", dst: "dir/sub/in",
+			wantCode: connect.CodeInternal, wantMsg: "error renaming: rename /home/user/dir /home/user/dir/sub/in: invalid argument", there: []string{"dir/g.txt"},
+		},
+		{name: "file onto a file", src: "a.txt", dst: "f.txt", there: []string{"f.txt"}, gone: []string{"a.txt"}},
+		{name: "file onto itself", src: "a.txt", dst: "/workspace/a.txt", there: []string{"a.txt"}},
+		{name: "file onto a hard link of itself", src: "a.txt", dst: "hard", there: []string{"a.txt", "hard"}},
+		{name: "file onto a link to a directory", src: "a.txt", dst: "ld", there: []string{"ld", "dir/g.txt"}, gone: []string{"a.txt"}},
+		{name: "dangling link", src: "dangling", dst: "new/moved", there: []string{"new"}, gone: []string{"dangling"}},
+		{name: "directory to a new place", src: "dir", dst: "new/dir", there: []string{"new/dir/g.txt"}, gone: []string{"dir"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ws := t.TempDir()
+			for _, d := range []string{"dir", "empty"} {
+				if err := os.Mkdir(filepath.Join(ws, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range []string{"a.txt", "f.txt", "dir/g.txt"} {
+				if err := os.WriteFile(filepath.Join(ws, f), []byte(f), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for link, to := range map[string]string{"lf": "f.txt", "ld": "dir", "dangling": "nowhere"} {
+				if err := os.Symlink(to, filepath.Join(ws, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Link(filepath.Join(ws, "a.txt"), filepath.Join(ws, "hard")); err != nil {
+				t.Fatal(err)
+			}
+			src, dst := absPath(tt.src), absPath(tt.dst)
+			cmd := exec.Command("/bin/sh", "-c", "set -- "+shellQuote(inWorkspace(inSandbox(src)))+" "+shellQuote(inWorkspace(inSandbox(dst)))+"\n"+moveScript)
+			cmd.Dir = ws
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			exit := new(exec.ExitError)
+			switch {
+			case err == nil && tt.wantCode == 0:
+				if e, err := oneEntry(dst, string(out)); err != nil || e.GetPath() != dst {
+					t.Errorf("move %s %s: entry %v, %v; want %s", tt.src, tt.dst, e, err, dst)
+				}
+			case err == nil:
+				t.Errorf("move %s %s succeeded, want %v %q", tt.src, tt.dst, tt.wantCode, tt.wantMsg)
+			case !errors.As(err, &exit):
+				t.Fatal(err)
+			case tt.wantCode == 0:
+				t.Errorf("move %s %s: exit %d: %s", tt.src, tt.dst, exit.ExitCode(), stderr.String())
+			default:
+				got := moveError(src, dst, exit.ExitCode(), stderr.String())
+				var ce *connect.Error
+				if !errors.As(got, &ce) || ce.Code() != tt.wantCode || ce.Message() != tt.wantMsg {
+					t.Errorf("move %s %s: %v, want %v %q", tt.src, tt.dst, got, tt.wantCode, tt.wantMsg)
+				}
+			}
+			for _, p := range tt.there {
+				if _, err := os.Lstat(filepath.Join(ws, p)); err != nil {
+					t.Errorf("after the move: %v", err)
+				}
+			}
+			for _, p := range tt.gone {
+				if _, err := os.Lstat(filepath.Join(ws, p)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("after the move, %s: %v, want not there", p, err)
+				}
+			}
+		})
 	}
 }

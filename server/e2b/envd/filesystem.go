@@ -43,6 +43,13 @@ const (
 	exitGoneAfter = 3
 	exitExists    = 17
 	exitNotDir    = 20
+	// exitParentFile: a part of the move's destination's parent is there
+	// and no directory (envd's EnsureDirs: "path is a file"); the script
+	// wrote the part to stderr.
+	exitParentFile = 4
+	// exitInvalid: the move would put a directory below itself (rename's
+	// EINVAL).
+	exitInvalid = 22
 )
 
 // entryFormat is find's -printf format of one entry: entryFields fields
@@ -95,10 +102,7 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 		}
 	}()
 	started := time.Now()
-	res, err := sess.Exec(ctx, api.ExecRequest{
-		Command: strings.Join(words, " ") + "\n" + script, Description: "e2b " + op,
-		Timeout: fileOpTimeout, MaxOutputBytes: limit,
-	})
+	res, err := sess.Exec(ctx, fileOpExec(op, strings.Join(words, " ")+"\n"+script, limit))
 	if err != nil {
 		return "", release, s.h.rpcError(ctx, err)
 	}
@@ -119,7 +123,60 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 	case res.ExitCode == 0:
 		return res.Stdout, release, nil
 	}
+	if op == "move" {
+		return "", release, moveError(args[0], args[1], res.ExitCode, res.Stderr)
+	}
 	return "", release, scriptError(op, what, res.ExitCode, res.Stderr)
+}
+
+// moveError is the Connect error of the move script, which exited with
+// code having written stderr: envd's Move's (filesystem/move.go), src and
+// dst the paths as the caller named them. envd makes the destination's
+// parents (permissions.EnsureDirs: internal "path is a file: P", P the
+// first part there that is no directory), then calls os.Rename: a source
+// that is not there is not_found "source file not found: rename S D: no
+// such file or directory"; its other errors are internal "error
+// renaming: rename S D: <errno>", among them "file exists" for a
+// destination that is a directory (os.Rename's own check, whatever the
+// directory holds), "not a directory" for a directory moved onto a file
+// or a source through a file, and "invalid argument" for a directory
+// moved below itself. A destination removed right after the move is
+// errGoneAfter's; any other failure (a permission, a full disk) is
+// scriptError's.
+func moveError(src, dst string, code int, stderr string) error {
+	renaming := func(errno string) error {
+		return connect.NewError(connect.CodeInternal, fmt.Errorf("error renaming: rename %s %s: %s", src, dst, errno))
+	}
+	switch code {
+	case exitNotFound:
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("source file not found: rename %s %s: no such file or directory", src, dst))
+	case exitParentFile:
+		return connect.NewError(connect.CodeInternal, fmt.Errorf("path is a file: %s", asAsked(dst, fromWorkspace(strings.TrimSuffix(stderr, "\n")))))
+	case exitExists:
+		return renaming("file exists")
+	case exitNotDir:
+		return renaming("not a directory")
+	case exitInvalid:
+		return renaming("invalid argument")
+	}
+	return scriptError("move", src, code, stderr)
+}
+
+// fileOpExec is the exec request of file operation op running command,
+// each of its streams cut at limit. A listing's is stopped there
+// (OnOutputLimit "stop": the sidecar kills the command's process group
+// once a stream passes limit), since a listing cut is refused whatever
+// follows: the walk of a directory far over the limit ends there, not at
+// its end or the timeout, whatever signal dispositions the sandbox's
+// commands start with. (A find with SIGPIPE ignored walked on when the
+// reader its output went through, head -c, stopped at the limit.) The
+// others change things, and run to their end.
+func fileOpExec(op, command string, limit int64) api.ExecRequest {
+	req := api.ExecRequest{Command: command, Description: "e2b " + op, Timeout: fileOpTimeout, MaxOutputBytes: limit}
+	if op == "ls" {
+		req.OnOutputLimit = api.OutputLimitStop
+	}
+	return req
 }
 
 // scriptError is the Connect error of a file script that exited with
@@ -253,15 +310,29 @@ const (
 		`exit "$s"`
 	listScript = missingCheck + notDirCheck +
 		`{ e=$(LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
-		// find stopped by a signal (SIGPIPE: the listing passed its
-		// limit, stopAt) ends it: the links' walk would go over it all again.
+		// find stopped by a signal ends it: the links' walk would go over
+		// it all again. (A listing past its limit is stopped whole, the
+		// script with it: fileOp.)
 		`[ "$s" -gt 128 ] && exit "$s"` + "\n" +
 		`{ printf '` + linkMark + `\0'; LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -type l -exec sh -c '` + linkLoop + `' sh {} +; } 2>/dev/null` + "\n" +
 		listVanished
 	mkdirScript = `if [ -d "$1" ]; then echo "exists: $1" >&2; exit 17; fi` + "\n" +
 		`if [ -e "$1" ] || [ -L "$1" ]; then echo "exists and is not a directory: $1" >&2; exit 20; fi` + "\n" +
 		`mkdir -p -- "$1" && find -P "$1" -maxdepth 0 -printf '` + entryFormat + `'`
-	moveScript = existsCheck + `mkdir -p -- "$(dirname -- "$2")" && mv -T -- "$1" "$2" || exit` + "\n" +
+	// moveScript moves as envd's Move does (moveError): it makes the
+	// destination's parents first, even for a source that is not there,
+	// then renames as os.Rename, which mv -T does but for the cases it
+	// answers otherwise: a destination that is a directory (mv replaces
+	// an empty one), the same file (mv refuses), a directory onto a file.
+	// A move across filesystems (/workspace to /tmp) copies, as mv does,
+	// where rename fails (EXDEV): E2B's sandbox has one filesystem.
+	moveScript = firstThere + `d=$(dirname -- "$2")` + "\n" +
+		`mkdir -p -- "$d" 2>/dev/null || { there "$d"; [ -d "$a" ] || { printf '%s\n' "$a" >&2; exit 4; }; mkdir -p -- "$d" || exit; }` + "\n" +
+		`if ! { [ -e "$1" ] || [ -L "$1" ]; }; then there "$(dirname -- "$1")"; [ -d "$a" ] && exit 2; exit 20; fi` + "\n" +
+		`if [ -d "$2" ] && [ ! -L "$2" ]; then exit 17; fi` + "\n" +
+		`if [ "$1" = "$2" ] || { [ ! -L "$1" ] && [ ! -L "$2" ] && [ "$1" -ef "$2" ]; }; then :` + "\n" +
+		`elif [ -d "$1" ] && [ ! -L "$1" ] && { [ -e "$2" ] || [ -L "$2" ]; }; then exit 20` + "\n" +
+		`else m=$(LC_ALL=C mv -T -- "$1" "$2" 2>&1) || { case $m in *' to a subdirectory of itself, '*) exit 22 ;; esac; printf '%s\n' "$m" >&2; exit 1; }; fi` + "\n" +
 		`{ e=$(LC_ALL=C find -P "$2" -maxdepth 0 -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
 		`[ "$s" -eq 0 ] && exit 0` + "\n" +
 		movedAway
@@ -269,18 +340,6 @@ const (
 	// there is already removed, so remove succeeds (rm -f), as E2B's does.
 	rmScript = `rm -rf -- "$1"`
 )
-
-// stopAt runs script with its stdout through head, which passes at most
-// limit+1 bytes: once the output passes limit (the sidecar then cuts it,
-// and a listing cut is refused whatever follows), head exits and the next
-// write of find, or of the script, ends it with SIGPIPE, instead of the
-// walk of a directory far over the limit running to its end, or to its
-// timeout. The script's exit status comes round head on fd 5.
-func stopAt(script string, limit int64) string {
-	return fmt.Sprintf("exec 4>&1\n"+
-		"s=$(exec 5>&1; { (\n%s\n) 4>&- 5>&-; echo $? >&5; } | head -c %d >&4 5>&-)\n"+
-		`exit "${s:-1}"`, script, limit+1)
-}
 
 // missingCheck ends the list script when $1 is not there: envd's ListDir
 // resolves the path's symlinks first (filepath.EvalSymlinks, dir.go's
@@ -307,6 +366,12 @@ const missingCheck = `[ -e "$1" ] || { r=$(realpath -m -- "$1" && echo .) || { p
 const notDirCheck = `[ -d "$1" ] || { r=$(realpath -e -- "$1" 2>/dev/null && echo .); r=${r%??}; ` +
 	`[ -n "$r" ] || { echo "no such file or directory: $1" >&2; exit 2; }; ` +
 	`w=$(pwd -P); case $r in "$w") r=. ;; "$w"/*) r=".${r#"$w"}" ;; esac; printf '%s' "$r" >&2; exit 20; }` + "\n"
+
+// firstThere defines there, which sets a to the deepest of its path and
+// the path's parents that is there (stat: its symlinks followed). A part
+// that is there and is no directory is then the first such from the
+// root, which is what envd's EnsureDirs and the kernel's lookup stop at.
+const firstThere = `there() { a=$1; while [ ! -e "$a" ]; do a=$(dirname -- "$a"); done; }` + "\n"
 
 // movedAway ends the move script when find could not describe the
 // destination: removed (or moved on) by another process right after the
@@ -346,7 +411,7 @@ func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[fil
 	p := absPath(req.Msg.GetPath())
 	depth := max(req.Msg.GetDepth(), 1)
 	depth = min(depth, maxListDepth)
-	out, release, err := s.fileOp(ctx, "ls", p, stopAt(listScript, maxListOutput), maxListOutput, map[string]any{"path": p, "depth": depth, "interface": "e2b"}, p, strconv.Itoa(int(depth)))
+	out, release, err := s.fileOp(ctx, "ls", p, listScript, maxListOutput, map[string]any{"path": p, "depth": depth, "interface": "e2b"}, p, strconv.Itoa(int(depth)))
 	defer untilAnswered(ctx, release) // the entries are parsed from out, and marshalled after the return
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package envd
 
 import (
+	"strings"
+
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/tools"
 )
@@ -29,8 +31,18 @@ var e2bCalls = []tools.HintCommand{
 	tools.NewHintCommand("`boxkite snapshots rm ID`", "`Sandbox.deleteSnapshot(id)`"),
 	tools.NewHintCommand("`boxkite ps`, `boxkite kill`", "`sbx.commands.list()`, `sbx.commands.kill(pid)`"),
 	tools.NewHintCommand("`boxkite log -s ([^`]+)`", "`GET /v1/sandboxes/$1/log`"),
+	// The sidecar's file refusals (sidecar/refusals.go, transfer.go).
+	tools.NewHintCommand("`boxkite files view PATH`", "`sbx.files.read(path)`"),
+	tools.NewHintCommand("copy a directory with -r: `boxkite files cp -r ID:PATH DST`", "list it with `sbx.files.list(path)` and read its files one by one"),
 	tools.NewHintCommand(`raise the limit \(boxkite doctor says how\)`, "ask the server's operator to raise the limit"),
 }
+
+// e2bFiles are phrases of the sidecar's file refusals as an E2B SDK user
+// reads them: its roots as E2B's relative paths resolve. (The CLI
+// commands they name are e2bCalls'.)
+var e2bFiles = strings.NewReplacer(
+	"a path under /workspace (relative paths start there)", "a path under /home/user (relative paths start there), which is /workspace",
+)
 
 // E2BHint is a hint of boxkite's as an E2B SDK user reads it. /v1's hints
 // name boxkite CLI commands, which that user does not run: each becomes
@@ -38,7 +50,7 @@ var e2bCalls = []tools.HintCommand{
 // create`), and a hint that names a command with no such call is left
 // out, the message standing alone. Any other hint is kept as it is.
 func E2BHint(hint string) string {
-	if hint = tools.ReplaceCommands(hint, e2bCalls); tools.NamesCommand(hint) {
+	if hint = tools.ReplaceCommands(e2bFiles.Replace(hint), e2bCalls); tools.NamesCommand(hint) {
 		return ""
 	}
 	return hint

@@ -55,6 +55,15 @@ func TestE2BHint(t *testing.T) {
 		// In single quotes, as the sidecar's hints and some of /v1's quote them.
 		{"list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)", ""},
 		{"resume it first: 'boxkite session resume sb1'", "resume it first: `Sandbox.connect('sb1')`"},
+		// The sidecar's file refusals: E2B's home, and the SDK's calls for the CLI's file commands.
+		{
+			"use a path under /workspace (relative paths start there), /tmp, /mnt/user-data/outputs, /mnt/user-data/uploads or /mnt/skills",
+			"use a path under /home/user (relative paths start there), which is /workspace, /tmp, /mnt/user-data/outputs, /mnt/user-data/uploads or /mnt/skills",
+		},
+		{"name a directory; read a file with 'boxkite files view PATH'", "name a directory; read a file with `sbx.files.read(path)`"},
+		{"copy a directory with -r: 'boxkite files cp -r ID:PATH DST'", "list it with `sbx.files.list(path)` and read its files one by one"},
+		{"copy a file without -r: 'boxkite files cp ID:PATH DST'", ""},
+		{"name a file in it; list it with 'boxkite files ls DIR'; copy it whole with 'boxkite files cp -r ID:PATH DST'", ""},
 		// No command: as it is.
 		{"boxkite sandboxes reach no network: leave allowInternetAccess unset", "boxkite sandboxes reach no network: leave allowInternetAccess unset"},
 		{"name the file without a backslash, or read and write it with commands.run", "name the file without a backslash, or read and write it with commands.run"},

@@ -53,6 +53,8 @@ type Session interface {
 	Env() map[string]string
 	// CheckCommand applies the account's command allowlist to command.
 	CheckCommand(ctx context.Context, command string) error
+	// Allowlisted reports whether the account has a command allowlist.
+	Allowlisted(ctx context.Context) (bool, error)
 	// CheckCode applies it to code for the Python interpreter, as /v1
 	// does: code runs as the argument of python3 -c.
 	CheckCode(ctx context.Context, code string) error

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/coder/websocket"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/process"
@@ -258,6 +260,71 @@ func allowlistCommand(cfg *process.ProcessConfig) string {
 		return args[i+1]
 	}
 	return strings.Join(append([]string{cfg.GetCmd()}, args...), " ")
+}
+
+// checkedCommand is what the account's allowlist checks before cfg runs
+// with env: the names of env as assignments on a line of their own (so
+// PATH, LD_PRELOAD, BASH_ENV and the others /v1 refuses are refused here
+// too; values do not matter), then the command line. That is a shell's
+// script when cfg is the shell the SDK starts, named as the SDK names it,
+// with only -c (and -l) before the script (bash -l -c SCRIPT); otherwise
+// cfg's words, each quoted, so that a program named by a path
+// (/workspace/bin/bash -c ls) is checked as that path and a shell's
+// other options (-i, --rcfile) as /v1 checks them. login reports a
+// login shell's script (-l), which reads startup files from HOME, the
+// workspace: withoutProfiles.
+func checkedCommand(cfg *process.ProcessConfig, env map[string]string) (check string, login bool) {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if shellName.MatchString(k) {
+			b.WriteString(k + "= ")
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	if script, login, ok := shellScript(cfg); ok {
+		return b.String() + script, login
+	}
+	words := []string{shellQuote(cfg.GetCmd())}
+	for _, a := range cfg.GetArgs() {
+		words = append(words, shellQuote(a))
+	}
+	return b.String() + strings.Join(words, " "), false
+}
+
+// systemShells are the shells a script's check may stand for: found
+// through the sandbox's PATH (which an allowlisted command may not set),
+// or at their system paths.
+var systemShells = map[string]bool{"sh": true, "bash": true, "/bin/sh": true, "/bin/bash": true, "/usr/bin/sh": true, "/usr/bin/bash": true}
+
+// shellScript returns the script of cfg when it is a system shell given
+// only -c SCRIPT, optionally after -l or --login (the SDK's commands.run
+// is /bin/bash -l -c SCRIPT); arguments after the script are its $0, $1, ….
+func shellScript(cfg *process.ProcessConfig) (script string, login, ok bool) {
+	args := cfg.GetArgs()
+	if !systemShells[cfg.GetCmd()] {
+		return "", false, false
+	}
+	if len(args) > 0 && (args[0] == "-l" || args[0] == "--login") {
+		login, args = true, args[1:]
+	}
+	if len(args) < 2 || args[0] != "-c" {
+		return "", false, false
+	}
+	return args[1], login, true
+}
+
+// withoutProfiles returns cfg, a login shell's script (shellScript), as
+// one that reads no startup files: bash --noprofile -l, sh without -l.
+func withoutProfiles(cfg *process.ProcessConfig) *process.ProcessConfig {
+	out := proto.Clone(cfg).(*process.ProcessConfig)
+	if path.Base(cfg.GetCmd()) == "bash" {
+		out.Args = append([]string{"--noprofile"}, cfg.GetArgs()...)
+	} else {
+		out.Args = cfg.GetArgs()[1:]
+	}
+	return out
 }
 
 func isShell(cmd string) bool {

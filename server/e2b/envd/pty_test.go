@@ -48,6 +48,7 @@ type ptySession struct {
 func (s *ptySession) SandboxID() string                          { return "sb" }
 func (s *ptySession) Env() map[string]string                     { return nil }
 func (s *ptySession) CheckCommand(context.Context, string) error { return nil }
+func (s *ptySession) Allowlisted(context.Context) (bool, error)  { return false, nil }
 
 func (s *ptySession) Interactive(_ context.Context, req api.InteractiveRequest) (*websocket.Conn, error) {
 	s.started = append(s.started, req)
@@ -123,6 +124,14 @@ func TestInputToTheOtherStream(t *testing.T) {
 		},
 		"closeStdin of a pty": func() error {
 			_, err := s.CloseStdin(ctx, connect.NewRequest(&process.CloseStdinRequest{Process: sel(term)}))
+			return err
+		},
+		// pty.resize of a command's pid answered success and did nothing
+		"resize of a command": func() error {
+			_, err := s.Update(ctx, connect.NewRequest(&process.UpdateRequest{
+				Process: sel(cmd),
+				Pty:     &process.PTY{Size: &process.PTY_Size{Cols: 10, Rows: 10}},
+			}))
 			return err
 		},
 	} {

@@ -31,7 +31,7 @@ func (h *Handler) openWatch(ctx context.Context, sess Session, dir string, recur
 	resp, err := sidecarOK(ctx, sess, http.MethodPost, "/watch/stream", nil, bytes.NewReader(body),
 		http.Header{"Content-Type": {"application/json"}})
 	if err != nil {
-		return nil, nil, h.rpcError(ctx, err)
+		return nil, nil, h.rpcError(ctx, askedError(err, dir))
 	}
 	dec := json.NewDecoder(resp.Body)
 	var first api.WatchStreamEvent

@@ -15,7 +15,10 @@
 // wherever they appear. Always refused: command substitution ($(…) and
 // backticks), heredocs and here-strings (<<), process substitution (<(…),
 // >(…)), subshells, programs whose name is computed ($X, globs), eval,
-// alias, trap, enable, hash -p, and privilege changes (sudo, su, doas, …).
+// alias, trap, enable, hash -p, let, and privilege changes (sudo, su,
+// doas, …). A variable name given to a builtin (printf -v, read, test -v,
+// declare, unset, …) must be written out without a subscript, which bash
+// evaluates as code (arith.go).
 // Wrappers (env, xargs, timeout, nohup, nice, setsid, stdbuf, watch, flock,
 // ssh, sh -c, and the exec/command/time builtins) must be allowed
 // themselves where they are programs, and what they run is checked too;
@@ -74,6 +77,8 @@ var protectedVars = map[string]bool{
 	"NODE_OPTIONS": true, "NODE_PATH": true,
 	"EDITOR": true, "VISUAL": true, "PAGER": true, "MANPAGER": true, "BROWSER": true,
 	"LESSOPEN": true, "LESSCLOSE": true, "SSH_ASKPASS": true, "SUDO_ASKPASS": true,
+	// bash evaluates what is assigned to these as arithmetic (arith.go).
+	"RANDOM": true, "SRANDOM": true, "OPTIND": true, "HISTCMD": true,
 }
 
 var protectedPrefixes = []string{"LD_", "DYLD_", "BASH_FUNC_", "GIT_"}
@@ -206,6 +211,9 @@ func (al *Rules) checkLine(command string, depth int) error {
 	if err := posixExpansions(command); err != nil {
 		return al.refuse("", err.Error())
 	}
+	if err := namedFDSubscript(command); err != nil { // arith.go
+		return al.refuse("", err.Error())
+	}
 	// As dash and as bash read it: /bin/sh may be either (parseShell).
 	for _, bash := range []bool{false, true} {
 		segments, err := parseShell(command, bash)
@@ -298,6 +306,11 @@ func (al *Rules) checkWords(words []shellWord, depth int, wrapped bool) error {
 			if v, _, _ := strings.Cut(t, "="); protectedVar(v) {
 				return al.refuse(name, fmt.Sprintf("%s may not set %s under an allowlist", name, v))
 			}
+		}
+	}
+	if !byPath {
+		if err := al.checkNames(name, args); err != nil { // arith.go
+			return err
 		}
 	}
 	return al.checkWrapped(name, args, texts, depth)
