@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -102,13 +102,19 @@ func (h *Handler) execInteractive(w http.ResponseWriter, r *http.Request) error 
 
 	var writeMu sync.Mutex // frames from the output pumps and the exit frame
 	send := func(stream byte, b []byte) error {
+		if h.opts.slowOutput != nil {
+			h.opts.slowOutput()
+		}
 		writeMu.Lock()
 		defer writeMu.Unlock()
 		return conn.Write(ctx, websocket.MessageBinary, append([]byte{stream}, b...))
 	}
 	var pumps sync.WaitGroup
+	outs := make([]*outputPump, 0, len(p.outputs))
 	for stream, out := range p.outputs {
-		pumps.Go(func() { pump(out, stream, send, kill) })
+		o := &outputPump{r: out, stream: stream}
+		outs = append(outs, o)
+		pumps.Go(func() { o.run(send, kill) })
 	}
 	go p.feed(ctx, conn, cancel)
 
@@ -121,17 +127,9 @@ func (h *Handler) execInteractive(w http.ResponseWriter, r *http.Request) error 
 		<-waitDone
 	}
 	p.closeInput()
-	// Output may still be in flight after the exit; background children
-	// holding the pipes get pipeGrace, then the group goes.
 	drained := make(chan struct{})
 	go func() { pumps.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(pipeGrace):
-		kill()
-		p.closeOutputs()
-		<-drained
-	}
+	drainOutputs(drained, outs, kill)
 	p.closeOutputs()
 	exit := api.InteractiveControl{Type: api.InteractiveExit, ExitCode: new(1)}
 	if cmd.ProcessState != nil {
@@ -155,21 +153,83 @@ func writeControl(ctx context.Context, conn *websocket.Conn, c api.InteractiveCo
 	return conn.Write(ctx, websocket.MessageText, b)
 }
 
-// pump sends what r yields as frames of stream until r ends; if the
-// control plane stops taking output, the command goes.
-func pump(r io.Reader, stream byte, send func(byte, []byte) error, kill func()) {
+// outputPump sends one output stream of an interactive exec as frames.
+// What it is doing is watched by drainOutputs: waiting in Read (for a
+// process to write) or in send (for the client to take a frame).
+type outputPump struct {
+	r      *os.File
+	stream byte
+	// inRead is set while the pump waits in Read.
+	inRead atomic.Bool
+	// read counts the bytes read.
+	read atomic.Int64
+}
+
+// run sends what o.r yields as frames until it ends. If the control plane
+// stops taking output, the command goes and the rest is read and dropped.
+// A slow client holds a send, and with it the pipe: flow control, as a
+// pipe has.
+func (o *outputPump) run(send func(byte, []byte) error, kill func()) {
 	buf := make([]byte, readChunk)
+	sending := true
 	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if send(stream, buf[:n]) != nil {
-				kill()
-				_, _ = io.Copy(io.Discard, r)
-				return
-			}
+		o.inRead.Store(true)
+		n, err := o.r.Read(buf)
+		o.inRead.Store(false)
+		o.read.Add(int64(n))
+		if n > 0 && sending && send(o.stream, buf[:n]) != nil {
+			kill()
+			sending = false
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// interactiveDrainMax bounds what one stream may still yield after the
+// command's group was killed: what its pipe held (at most the pipe size
+// an unprivileged process may set, 1 MiB) and one chunk more; past it, a
+// process that left the group is writing.
+const interactiveDrainMax = 1<<20 + readChunk
+
+// drainOutputs returns when the pumps are done (drained closes), after
+// the command exited. Background children holding the pipes get
+// pipeGrace, then the group goes; what the pipes hold by then is still
+// sent, however long a slow client takes to take it (the exit frame comes
+// after the output's last byte). Only a stream that then waits in Read
+// for pipeDrain, or yields more than interactiveDrainMax, is held by a
+// process that left the group: it is closed, which ends its pump.
+func drainOutputs(drained <-chan struct{}, outs []*outputPump, kill func()) {
+	grace := time.NewTimer(pipeGrace)
+	defer grace.Stop()
+	select {
+	case <-drained:
+		return
+	case <-grace.C:
+	}
+	kill()
+	const tick = pipeDrain / 20
+	waited := make([]time.Duration, len(outs))
+	from := make([]int64, len(outs))
+	for i, o := range outs {
+		from[i] = o.read.Load()
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-drained:
+			return
+		case <-t.C:
+		}
+		for i, o := range outs {
+			if o.inRead.Load() {
+				waited[i] += tick
+			}
+			if waited[i] >= pipeDrain || o.read.Load()-from[i] > interactiveDrainMax {
+				_ = o.r.Close()
+			}
 		}
 	}
 }

@@ -50,6 +50,10 @@ type Options struct {
 	// Usage reads the use of the cgroup the sidecar runs in, for GET
 	// /usage (usage.go); nil means it answers not_supported.
 	Usage func() (api.SidecarUsage, error)
+
+	// slowOutput, when set (by tests), runs before each output frame of
+	// an interactive exec is sent: a client slow to take the output.
+	slowOutput func()
 }
 
 // RunAs says how commands drop to the sandbox user.
