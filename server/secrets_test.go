@@ -379,16 +379,17 @@ func TestSecretRequiresHTTPS(t *testing.T) {
 	t.Parallel()
 	e, _ := newSecretsEnv(t)
 	up := newEchoServer(t)
-	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	plain := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "plain auth=%q", r.Header.Get("Authorization"))
 	}))
-	t.Cleanup(plain.Close)
 	var plainHits atomic.Int32
 	plain.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			plainHits.Add(1)
 		}
 	}
+	plain.Start()
+	t.Cleanup(plain.Close)
 	const value = "https-only-value-31337"
 	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "TOK", Value: value, AllowedHosts: []string{"127.0.0.1", "::1"}})
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"TOK"}})
