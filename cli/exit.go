@@ -197,6 +197,9 @@ func (e *rawAnswerError) Unwrap() error { return e.err }
 // (client.CodeBadResponse), naming where the CLI's base URL comes from.
 const badResponseHint = "check the base URL (--url, BOXKITE_URL or base_url: 'boxkite config show' says which is used) and any proxy in between"
 
+// cutHint is the CLI's words for client.CutError's hint.
+const cutHint = "the server stopped, restarted or dropped the connection before it answered: check it with 'boxkite status' and run this again; an exec that was cut may have run in part"
+
 // hintOf lists the error types that carry hints; explicit beats a clever
 // interface. flags are the root's, for the configuration a connection
 // failure's hint depends on (nil: decide by the URL alone).
@@ -215,6 +218,9 @@ func hintOf(err error, flags *pflag.FlagSet) string {
 	}
 	if e, ok := errors.AsType[*client.ConnError](err); ok {
 		return connHint(e, flags)
+	}
+	if _, ok := errors.AsType[*client.CutError](err); ok {
+		return cutHint
 	}
 	if e, ok := errors.AsType[*api.Error](err); ok {
 		if e.Code == client.CodeBadResponse {

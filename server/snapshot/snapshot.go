@@ -95,7 +95,8 @@ type Config struct {
 
 // Service is the snapshot subsystem.
 type Service struct {
-	cfg Config
+	cfg       Config
+	leftovers leftovers // leftovers.go
 }
 
 // New returns the service for cfg.
