@@ -201,10 +201,11 @@ type bench struct {
 	floor *floorSampler // takes the floor samples inside the phases
 	self  string        // this binary, for the CLI start; "" skips it
 
-	mu       sync.Mutex
-	live     []string // sandboxes created and not yet deleted
-	failures []string
-	phases   []*phaseFloor // in the order measured
+	mu        sync.Mutex
+	live      []string // sandboxes created and not yet deleted
+	failures  []string
+	createErr error         // the first create's error, for a run that made none
+	phases    []*phaseFloor // in the order measured
 }
 
 func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) error {
@@ -257,7 +258,7 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 		return err
 	}
 	if n := len(rep.Failures); n > 0 {
-		return fmt.Errorf("bench: %d operations failed", n)
+		return &hintError{err: fmt.Errorf("bench: %d operations failed", n), hint: "the report's failures list each one (with --json: .failures)"}
 	}
 	return nil
 }
@@ -290,7 +291,15 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 		return err
 	}
 	if len(ids) == 0 {
-		return errors.New("bench: no sandbox could be created")
+		// Its error says why, with the server's hint and exit code (a
+		// server down, a key refused, a quota reached).
+		b.mu.Lock()
+		err := b.createErr
+		b.mu.Unlock()
+		if err == nil {
+			err = errors.New("no answer")
+		}
+		return fmt.Errorf("bench: no sandbox could be created: %w", err)
 	}
 
 	b.measureExecs(ctx, rep, ids, f, bw)
@@ -341,6 +350,11 @@ func (b *bench) createAndExec(ctx context.Context, create, first *samples) (stri
 	sb, err := b.c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: b.nextLabel(), LifetimeMinutes: benchLifetime})
 	if err != nil {
 		b.fail("create: %v", err)
+		b.mu.Lock()
+		if b.createErr == nil {
+			b.createErr = err
+		}
+		b.mu.Unlock()
 		return "", false
 	}
 	create.add(time.Since(start))

@@ -112,10 +112,12 @@ func LoadConfig(flags *pflag.FlagSet) (*Config, error) {
 		return nil, err
 	}
 	if err := checkBaseURL(cfg.BaseURL); err != nil {
-		return nil, &hintError{
-			err:  fmt.Errorf("invalid base_url %q (from %s): %w", cfg.BaseURL, cfg.Sources[keyBaseURL], err),
-			hint: "use a URL such as " + DefaultURL + " or https://boxkite.example.com",
+		err = fmt.Errorf("invalid base_url %q (from %s): %w", cfg.BaseURL, cfg.Sources[keyBaseURL], err)
+		hint := "use a URL such as " + DefaultURL + " or https://boxkite.example.com"
+		if strings.HasPrefix(cfg.Sources[keyBaseURL], "flag ") {
+			return nil, &usageError{err: err, hint: hint} // a bad flag value: exit 2
 		}
+		return nil, &hintError{err: err, hint: hint}
 	}
 	src := cfg.Sources[keyBaseURL]
 	cfg.Local = src == "default" || src == "file "+localPath || isLoopbackURL(cfg.BaseURL)

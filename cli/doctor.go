@@ -85,7 +85,10 @@ fails, 0 otherwise.`,
 				return err
 			}
 			if n := countChecks(rep.Checks, checkFail); n > 0 {
-				return &exitStatus{code: exitError, msg: fmt.Sprintf("%d of %d checks failed", n, len(rep.Checks))}
+				return &exitStatus{
+					code: exitError, msg: fmt.Sprintf("%d of %d checks failed", n, len(rep.Checks)),
+					hint: "do what each failed check's fix: line says, then run 'boxkite doctor' again",
+				}
 			}
 			return nil
 		},

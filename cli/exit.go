@@ -197,6 +197,9 @@ func (e *rawAnswerError) Unwrap() error { return e.err }
 // (client.CodeBadResponse), naming where the CLI's base URL comes from.
 const badResponseHint = "check the base URL (--url, BOXKITE_URL or base_url: 'boxkite config show' says which is used) and any proxy in between"
 
+// cutHint is the CLI's words for client.CutError's hint.
+const cutHint = "the server stopped, restarted or dropped the connection before it answered: check it with 'boxkite status' and run this again; an exec that was cut may have run in part"
+
 // hintOf lists the error types that carry hints; explicit beats a clever
 // interface. flags are the root's, for the configuration a connection
 // failure's hint depends on (nil: decide by the URL alone).
@@ -215,6 +218,9 @@ func hintOf(err error, flags *pflag.FlagSet) string {
 	}
 	if e, ok := errors.AsType[*client.ConnError](err); ok {
 		return connHint(e, flags)
+	}
+	if _, ok := errors.AsType[*client.CutError](err); ok {
+		return cutHint
 	}
 	if e, ok := errors.AsType[*api.Error](err); ok {
 		if e.Code == client.CodeBadResponse {
@@ -244,7 +250,33 @@ func flagError(cmd *cobra.Command, err error) error {
 	if args := cmd.Flags().Args(); cmd.HasSubCommands() && len(args) > 0 {
 		return unknownSubcommand(cmd, args)
 	}
-	return &usageError{err: err, hint: helpHint(cmd)}
+	return &usageError{err: numberFlagError(err), hint: helpHint(cmd)}
+}
+
+// numberFlagError says in words what pflag's error for a number flag's
+// bad value says in Go ('strconv.ParseInt: parsing "x": invalid
+// syntax'); other errors are returned as they are.
+func numberFlagError(err error) error {
+	iv, ok := errors.AsType[*pflag.InvalidValueError](err)
+	if !ok {
+		return err
+	}
+	ne, ok := errors.AsType[*strconv.NumError](err)
+	if !ok {
+		return err
+	}
+	name := "--" + iv.GetFlag().Name
+	if errors.Is(ne.Err, strconv.ErrRange) {
+		return fmt.Errorf("%s %q is out of range", name, iv.GetValue())
+	}
+	want := "a number"
+	switch {
+	case strings.HasPrefix(ne.Func, "ParseInt"), strings.HasPrefix(ne.Func, "ParseUint"), strings.HasPrefix(ne.Func, "Atoi"):
+		want = "a whole number"
+	case ne.Func == "ParseBool":
+		want = "true or false"
+	}
+	return fmt.Errorf("%s %q is not %s", name, iv.GetValue(), want)
 }
 
 func helpHint(cmd *cobra.Command) string {
@@ -259,6 +291,9 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 		err := v(cmd, args)
 		if err == nil {
 			return nil
+		}
+		if field := unknownFieldArg(cmd, v, args); field != nil {
+			return field
 		}
 		if counted := argCountError(cmd, err, args); counted != nil {
 			return &usageError{err: counted, hint: "usage: " + cmd.UseLine() + "; '" + cmd.CommandPath() + " --help' has more"}

@@ -121,6 +121,13 @@ func TestUsageErrorsFromCobra(t *testing.T) {
 		{"bad output", []string{"session", "ls", "-o", "yaml"}, `error: unknown output format "yaml" (want text or json)`},
 		{"rm needs ids", []string{"session", "rm"}, "error: give the sandboxes to remove, or --all"},
 		{"bad shell", []string{"completion", "tcsh"}, `error: invalid argument "tcsh" for "boxkite completion"`},
+		// A number flag's bad value in words, not strconv's Go.
+		{"not a whole number", []string{"session", "create", "--count", "abc"}, `error: --count "abc" is not a whole number`},
+		{"a fraction for a count", []string{"session", "ls", "-L", "1.5"}, `error: --limit "1.5" is not a whole number`},
+		{"not a number", []string{"volumes", "create", "--size-gb", "big"}, `error: --size-gb "big" is not a number`},
+		{"number out of range", []string{"up", "--port", "99999999999999999999"}, `error: --port "99999999999999999999" is out of range`},
+		// As the other flags' values; from a file or the environment it is 1.
+		{"bad --url", []string{"session", "ls", "--url", "notaurl"}, `error: invalid base_url "notaurl" (from flag --url): the scheme must be http or https`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -273,6 +273,9 @@ Binary files and files over 25 MiB are refused: copy them out with files cp.`,
 				return out.write(app.IO, res)
 			}
 			if res.IsDirectory {
+				if len(res.Entries) == 0 { // as files ls says it, not silence
+					fmt.Fprintf(app.IO.ErrOut, "%s is an empty directory; create a file with 'boxkite files create PATH'\n", args[0])
+				}
 				for _, name := range res.Entries {
 					fmt.Fprintln(app.IO.Out, name)
 				}

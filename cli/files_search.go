@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -112,6 +113,12 @@ shown escaped (\x1b); piped, or with --json, the bytes are as they are.`,
 				return usageErrorf(helpHint(cmd), "--max-matches must be between 1 and %d", api.MaxGrepMatches)
 			}
 			req.Pattern = args[0]
+			// The sidecar compiles it as Go's regexp does: say what is
+			// wrong before asking, with what to do.
+			if _, err := regexp.Compile(req.Pattern); err != nil {
+				return usageErrorf(`PATTERN is a regular expression (RE2): put \ before [ ] ( ) { } . * + ? | ^ $ to match them as they are`,
+					"invalid PATTERN %q: %s", req.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			}
 			c, sb, err := target(cmd.Context(), app, ref, false)
 			if err != nil {
 				return err
@@ -120,7 +127,7 @@ shown escaped (\x1b); piped, or with --json, the bytes are as they are.`,
 			if err != nil {
 				if e, ok := errors.AsType[*api.Error](err); ok && e.Status < 500 && apiExitCode(e) == exitError {
 					// grep(1) exits 2 on an error; 1 means no match.
-					return &exitStatus{code: exitUsage, msg: fmt.Sprintf("grep %s: %s", req.Pattern, message(err))}
+					return &exitStatus{code: exitUsage, msg: fmt.Sprintf("grep %s: %s", req.Pattern, message(err)), hint: hintOf(err, cmd.Root().PersistentFlags())}
 				}
 				return fmt.Errorf("grep %s: %w", req.Pattern, err)
 			}
@@ -132,7 +139,8 @@ shown escaped (\x1b); piped, or with --json, the bytes are as they are.`,
 				writeGrepMatches(app.IO.Out, res.Matches, app.IO.OutTTY)
 			}
 			if res.Error != "" {
-				return &exitStatus{code: exitUsage, msg: res.Error} // grep's "an error occurred"
+				// grep's "an error occurred": the search stopped (its time cap)
+				return &exitStatus{code: exitUsage, msg: res.Error, hint: "the lines printed matched before it stopped"}
 			}
 			if res.Truncated {
 				fmt.Fprintf(app.IO.ErrOut, "(stopped after %d matches; raise --max-matches or narrow --path/--glob)\n", len(res.Matches))

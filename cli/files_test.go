@@ -263,7 +263,7 @@ func TestFilesErrors(t *testing.T) {
 		"POST /files/view": replyJSON(404, api.ErrorEnvelope{Error: &api.Error{
 			Code: api.CodeNotFound, Message: "File not found: nope",
 		}}),
-		"POST /files/grep": replyJSON(200, api.GrepResult{Error: "invalid regex: missing closing )"}),
+		"POST /files/grep": replyJSON(200, api.GrepResult{Error: "Search timed out after 30s -- narrow the path"}),
 	})
 	tests := []struct {
 		args     []string
@@ -274,7 +274,9 @@ func TestFilesErrors(t *testing.T) {
 		{[]string{"files", "rm", "x"}, exitNotFound, "error: rm: cannot remove '/workspace/x': No such file or directory"},
 		{[]string{"files", "view", "nope"}, exitNotFound, "error: view nope: File not found: nope"},
 		// grep(1)'s convention: 2 for an error, 1 for no match.
-		{[]string{"files", "grep", "("}, exitUsage, "error: invalid regex: missing closing )"},
+		{[]string{"files", "grep", "x"}, exitUsage, "error: Search timed out after 30s -- narrow the path\nhint: "},
+		// A pattern the sidecar would refuse is refused before asking.
+		{[]string{"files", "grep", "("}, exitUsage, "error: invalid PATTERN \"(\": missing closing ): `(`\nhint: PATTERN is a regular expression (RE2)"},
 	}
 	for _, tt := range tests {
 		got := runCLI(t, "", tt.args...)

@@ -132,7 +132,29 @@ func joinJSONFields(root *cobra.Command, args []string) []string {
 		positional := cmd.Args == nil || cmd.Args(cmd, []string{next}) == nil
 		if strings.Contains(next, ",") || slices.Contains(fields, next) || !positional {
 			args = slices.Concat(args[:i], []string{"--json=" + next}, args[i+2:])
+			continue
 		}
+		// Kept as an argument; should the command then have one too many,
+		// usageArgs says it is an unknown field ('webhooks get ID --json
+		// secret'), not that the command takes fewer arguments.
+		cmd.Annotations[annotationJSONNext] = next
 	}
 	return args
+}
+
+// annotationJSONNext is the word after a bare --json that joinJSONFields
+// left as an argument.
+const annotationJSONNext = "boxkite:json-next"
+
+// unknownFieldArg is, when the argument count v refused is one too many
+// because of the word after a bare --json, the unknown-field error that
+// word deserves; nil otherwise.
+func unknownFieldArg(cmd *cobra.Command, v cobra.PositionalArgs, args []string) error {
+	next := cmd.Annotations[annotationJSONNext]
+	i := slices.Index(args, next)
+	if next == "" || i < 0 || v(cmd, slices.Delete(slices.Clone(args), i, i+1)) != nil {
+		return nil
+	}
+	fields := strings.ReplaceAll(cmd.Annotations[annotationJSONFields], ",", ", ")
+	return usageErrorf("available fields: "+fields, "unknown JSON field %q", next)
 }

@@ -232,7 +232,12 @@ func newRmCmd(app *App, noun, short string, announce bool, resolve func(context.
 	if announce {
 		done = func(id string) string { return fmt.Sprintf("removed %s %s", noun, id) }
 	}
-	find := func(_ context.Context, _ *client.Client, id string) (string, error) { return id, nil }
+	find := func(_ context.Context, _ *client.Client, id string) (string, error) {
+		if id == "" { // not a DELETE of the collection's path
+			return "", usageErrorf("name the "+noun+" to remove as its ls lists it", "the %s to remove is empty", noun)
+		}
+		return id, nil
+	}
 	if resolve != nil {
 		find = func(ctx context.Context, c *client.Client, ref string) (string, error) {
 			id, err := resolve(ctx, c, ref)

@@ -57,7 +57,7 @@ func newMCPCreateCmd(app *App) *cobra.Command {
 			}
 			m, err := c.CreateMCPConnection(cmd.Context(), api.CreateMCPConnectionRequest{Label: args[0], CatalogID: args[1]})
 			if err != nil {
-				return fmt.Errorf("create mcp connection: %w", err)
+				return fmt.Errorf("create MCP connection: %w", err)
 			}
 			if asJSON {
 				return out.write(app.IO, m)

@@ -110,6 +110,29 @@ func TestJoinJSONFields(t *testing.T) {
 	}
 }
 
+// TestUnknownFieldAfterArgs: 'get ID --json bogus' leaves bogus an
+// argument (it could be an id), and the count error that followed
+// ("takes 1 argument (got 2)") hid the mistake: it is the unknown-field
+// error listing the fields, as on a command without arguments. A word
+// that is not one too many is left to the command.
+func TestUnknownFieldAfterArgs(t *testing.T) {
+	isolate(t)
+	t.Setenv(envURL, "http://127.0.0.1:1") // nothing is asked: refused first
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"session", "get", "box", "--json", "bogus"}, "error: unknown JSON field \"bogus\"\nhint: available fields: id, status, label, "},
+		{[]string{"webhooks", "get", "9d8c", "--json", "secret"}, "error: unknown JSON field \"secret\"\nhint: available fields: id, url, "},
+		{[]string{"session", "get", "a", "b", "--json", "bogus"}, "error: boxkite session get takes 1 argument (got 3)\n"},
+	} {
+		r := runCLI(t, "", tt.args...)
+		if r.code != exitUsage || !strings.HasPrefix(r.stderr, tt.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tt.args, r.code, r.stderr, exitUsage, tt.want)
+		}
+	}
+}
+
 func TestJSONFields(t *testing.T) {
 	t.Parallel()
 	type inner struct {

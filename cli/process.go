@@ -80,6 +80,9 @@ var processIDPattern = regexp.MustCompile(`^proc_[0-9a-f]{32}$`)
 // resolveProcess turns a process reference into its id: a whole id as it
 // is, else a unique prefix of one, with or without "proc_".
 func resolveProcess(ctx context.Context, c *client.Client, id, ref string) (string, error) {
+	if ref == "" { // a prefix of every id: 'kill ""' used to stop the only process
+		return "", usageErrorf("name a process by its id or a unique prefix of it ('boxkite ps -s "+id+"' lists them)", "the process to use is empty")
+	}
 	if processIDPattern.MatchString(ref) {
 		return ref, nil
 	}

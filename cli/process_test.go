@@ -328,7 +328,7 @@ func TestAttachSandboxDestroyed(t *testing.T) {
 // TestLogsFollowPaused: 'logs -f' whose stream the server cuts because
 // the sandbox was paused says so, with how to go on, instead of "read
 // process stream: unexpected EOF" (session 20, state20); a stream cut
-// otherwise keeps the transport's error.
+// otherwise is a cut connection, with its hint (TestConnectionCut).
 func TestLogsFollowPaused(t *testing.T) {
 	for _, status := range []string{api.StatusPaused, api.StatusActive} {
 		t.Run(status, func(t *testing.T) {
@@ -349,13 +349,18 @@ func TestLogsFollowPaused(t *testing.T) {
 			if got.code != exitError || got.stdout != "a\n" {
 				t.Fatalf("logs -f = %+v, want the output so far and exit %d", got, exitError)
 			}
-			want := "error: follow output of " + pidA + ": read process stream: unexpected EOF\n"
 			if status == api.StatusPaused {
-				want = "error: follow output of " + pidA + ": sandbox sb-1 was paused (freeze); its output ends here\n" +
+				want := "error: follow output of " + pidA + ": sandbox sb-1 was paused (freeze); its output ends here\n" +
 					"hint: resume it with 'boxkite session resume sb-1', then 'boxkite logs -f " + pidA + " -s sb-1'\n"
+				if got.stderr != want {
+					t.Errorf("stderr %q, want %q", got.stderr, want)
+				}
+				return
 			}
-			if got.stderr != want {
-				t.Errorf("stderr %q, want %q", got.stderr, want)
+			prefix := "error: follow output of " + pidA + ": GET /v1/sandboxes/{id}/processes/{pid}/stream: the connection to the boxkite server at "
+			suffix := " was cut: unexpected EOF\nhint: " + cutHint + "\n"
+			if !strings.HasPrefix(got.stderr, prefix) || !strings.HasSuffix(got.stderr, suffix) {
+				t.Errorf("stderr %q, want %q…%q", got.stderr, prefix, suffix)
 			}
 		})
 	}

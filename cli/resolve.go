@@ -31,9 +31,13 @@ type refKind[T any] struct {
 
 // resolveRef picks the item ref names: an exact match, else the only
 // partial one. None is a not-found error that says how to list them;
-// several are a usage error naming each.
+// several, or an empty ref, are a usage error (naming each match).
 func resolveRef[T any](items []T, ref string, k refKind[T]) (T, error) {
 	var zero T
+	if ref == "" { // a prefix of every id: never a choice
+		return zero, usageErrorf("name one by its id, a unique prefix of it or what '"+k.listCmd+"' shows beside it",
+			"the %s to use is empty", k.noun)
+	}
 	var partial []T
 	for _, it := range items {
 		switch k.match(it, ref) {

@@ -147,6 +147,9 @@ func jsonClient(cmd *cobra.Command, app *App, out *outputFlags) (bool, *client.C
 // wantActive, a reference that only matches an inactive sandbox is an
 // error that says so, rather than a confusing "not found".
 func resolveSandbox(ctx context.Context, l sandboxLister, ref string, wantActive bool) (api.Sandbox, error) {
+	if ref == "" { // a prefix of every id: never a choice ('session get ""' used to show the only one)
+		return api.Sandbox{}, usageErrorf("name a sandbox by id, unique id prefix or label ('boxkite session ls' lists them)", "the sandbox to use is empty")
+	}
 	all, err := l.ListSandboxes(ctx, false)
 	if err != nil {
 		return api.Sandbox{}, fmt.Errorf("list sandboxes: %w", err)

@@ -121,7 +121,7 @@ func TestWebhookAndMCPRefs(t *testing.T) {
 			sent = append(sent, r.Method+" "+r.URL.Path)
 			mu.Unlock()
 			if id := r.PathValue("id"); id != hookA && id != hookB && id != connA && id != connB {
-				replyJSON(404, api.Error{Code: api.CodeNotFound, Message: "not found"})(w, r)
+				replyJSON(404, api.ErrorEnvelope{Error: &api.Error{Code: api.CodeNotFound, Message: "not found"}})(w, r)
 				return
 			}
 			reply(w, r)

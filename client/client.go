@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -75,6 +77,67 @@ func (e *ConnError) Unwrap() error { return e.Err }
 // tools); the CLI words its own, naming the flag or file the URL came from.
 func (e *ConnError) Hint() string {
 	return "is the boxkite server running? Start a local one with `boxkite up`, or check the URL (BOXKITE_BASE_URL, or the CLI's config)"
+}
+
+// CutError is returned when a connection to the control plane broke after
+// it was made: the server stopped or restarted (a kill -9, a crash, a
+// deploy), or something in between dropped it, before the whole answer
+// arrived. Whether the request took effect is not known: an upload that
+// was cut leaves no file, but a command that was cut may have run in part.
+// It unwraps to the transport's error.
+type CutError struct {
+	URL string // the base URL
+	Op  string // the request, "POST /v1/sandboxes/{id}/exec"
+	Err error
+}
+
+func (e *CutError) Error() string {
+	return fmt.Sprintf("%s: the connection to the boxkite server at %s was cut: %v", e.Op, e.URL, e.Err)
+}
+
+func (e *CutError) Unwrap() error { return e.Err }
+
+// Hint says what to do: the same words for the CLI and the MCP tools.
+func (e *CutError) Hint() string {
+	return "the server stopped, restarted or dropped the connection before it answered: check it with `boxkite status` (or its log) and run this again; an exec that was cut may have run in part"
+}
+
+// errStreamEnded is a streamed answer that ended cleanly but early: the
+// server closed it without its last event.
+var errStreamEnded = errors.New("the stream ended without its last event")
+
+// isCut reports whether err is a connection that broke after it was made:
+// closed before or during the answer (EOF, a torn chunk), reset, or
+// written to after it closed.
+func isCut(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStreamEnded) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
+
+// cut is the *CutError of op, without net/http's *url.Error layer, whose
+// "Put \"http://…\"" repeats the URL and the request.
+func (c *Client) cut(op string, err error) *CutError {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return &CutError{URL: c.BaseURL, Op: op, Err: err}
+}
+
+// cutReader is the body of a streamed answer: a read that fails because
+// the connection broke is a *CutError. A clean io.EOF is the body's end.
+type cutReader struct {
+	io.ReadCloser
+	c  *Client
+	op string
+}
+
+func (r *cutReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && isCut(err) {
+		return n, r.c.cut(r.op, err)
+	}
+	return n, err
 }
 
 type quietLogger struct{}
@@ -211,6 +274,9 @@ func (c *Client) transportError(ctx context.Context, method, path string, err er
 			err = ue.Err
 		}
 		return &ConnError{URL: c.BaseURL, Err: err}
+	}
+	if isCut(err) {
+		return c.cut(method+" "+path, err)
 	}
 	return fmt.Errorf("%s %s: %w", method, path, err)
 }

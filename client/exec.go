@@ -83,6 +83,9 @@ func (c *Client) ExecStreamResult(ctx context.Context, id string, req api.ExecRe
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("exec: %w", ctx.Err())
 	}
+	if err != nil && isCut(err) {
+		return nil, c.cut(http.MethodPost+" "+path, err)
+	}
 	return res, err
 }
 
@@ -95,7 +98,10 @@ func readEvents(r io.Reader, fn func(api.ExecEvent) error) (*api.ExecResult, err
 		var ev api.ExecEvent
 		if err := dec.Decode(&ev); err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil, errors.New("exec: stream ended without an exit event")
+				return nil, errStreamEnded
+			}
+			if isCut(err) {
+				return nil, err // the caller makes it a *CutError
 			}
 			return nil, fmt.Errorf("exec: read stream: %w", err)
 		}

@@ -76,7 +76,7 @@ func TestExecStream(t *testing.T) {
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				ndjson(w, api.ExecEvent{Type: api.EventStdout, Data: "partial"})
 			},
-			wantErr: "exec: stream ended without an exit event",
+			wantErr: "POST /v1/sandboxes/{id}/exec: the connection to the boxkite server at {URL} was cut: the stream ended without its last event",
 			wantEvs: []api.ExecEvent{{Type: api.EventStdout, Data: "partial"}},
 		},
 		{
@@ -114,8 +114,8 @@ func TestExecStream(t *testing.T) {
 				got = append(got, ev)
 				return nil
 			})
-			if gotErr := errString(err); gotErr != tt.wantErr {
-				t.Errorf("ExecStream() error = %q, want %q", gotErr, tt.wantErr)
+			if gotErr, want := errString(err), strings.ReplaceAll(tt.wantErr, "{URL}", c.BaseURL); gotErr != want {
+				t.Errorf("ExecStream() error = %q, want %q", gotErr, want)
 			}
 			if code != tt.wantCode {
 				t.Errorf("ExecStream() code = %d, want %d", code, tt.wantCode)

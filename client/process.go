@@ -75,6 +75,9 @@ func (c *Client) StreamProcess(ctx context.Context, id, pid string, since int64,
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("stream process %s: %w", pid, ctx.Err())
 	}
+	if err != nil && isCut(err) {
+		return nil, c.cut(http.MethodGet+" "+route, err)
+	}
 	return exit, err
 }
 
@@ -90,7 +93,10 @@ func readProcessEvents(r io.Reader, fn func(api.ProcessEvent) error) (*api.Proce
 		line, err := br.ReadString('\n')
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil, errors.New("process stream ended without an exit event")
+				return nil, errStreamEnded
+			}
+			if isCut(err) {
+				return nil, err // the caller makes it a *CutError
 			}
 			return nil, fmt.Errorf("read process stream: %w", err)
 		}

@@ -64,7 +64,7 @@ func TestStreamProcess(t *testing.T) {
 			name:    "cut short",
 			body:    "event: output\ndata: {\"type\":\"output\",\"stdout_chunk\":\"a\"}\n\n",
 			want:    []api.ProcessEvent{{Type: "output", StdoutChunk: "a"}},
-			wantErr: "process stream ended without an exit event",
+			wantErr: "was cut: the stream ended without its last event",
 		},
 	}
 	for _, tt := range tests {

@@ -72,6 +72,10 @@ type Config struct {
 	// server's heartbeat by Run: tests only (holding it lets the
 	// heartbeat lapse, as a stalled database or a paused VM would).
 	HeartbeatForTests func()
+	// ClockForTests, when set, is the server's clock (the lifecycle and
+	// heartbeat leases, the sweeps): tests only, of other packages (this
+	// one's move it with SetNow), to move time past a sweep's grace.
+	ClockForTests func() time.Time
 	// BastionKey is the shared secret boxkite-bastion presents to mint
 	// takeover tokens for registered SSH keys (POST /v1/bastion/…);
 	// "" closes those routes. See docs/bastion.md.

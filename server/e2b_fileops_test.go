@@ -3,10 +3,12 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -19,11 +21,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/internal/e2bsdk"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/e2b/envd"
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/sidecar"
 )
 
 // fileOpSidecar answers the E2B file operations' execs by running their
@@ -32,7 +39,6 @@ import (
 // request's max_output_bytes by its description.
 type fileOpSidecar struct {
 	dir string
-	env []string // the scripts' environment; nil: the test's
 	mu  sync.Mutex
 	max map[string]int64 // by description ("e2b ls")
 }
@@ -42,7 +48,7 @@ func (f *fileOpSidecar) exec(w http.ResponseWriter, _ *http.Request, req api.Exe
 	f.max[req.Description] = req.MaxOutputBytes
 	f.mu.Unlock()
 	cmd := exec.Command("/bin/sh", "-c", req.Command)
-	cmd.Dir, cmd.Env = f.dir, f.env
+	cmd.Dir = f.dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	res := api.ExecResult{}
@@ -145,19 +151,92 @@ func TestE2BMissingPath(t *testing.T) {
 	}
 }
 
+// execRecorder is a real sidecar (sidecar.New: commands run as the test's
+// user in its workspace), served as its binary serves it, behind a
+// recorder of the exec requests it is sent, by description ("e2b ls").
+type execRecorder struct {
+	ws   string
+	addr string
+	mu   sync.Mutex
+	reqs map[string]api.ExecRequest // the last of each description
+}
+
+// newExecRecorder starts it; env is the commands' base environment
+// (sidecar.Options.Env).
+func newExecRecorder(t *testing.T, env func(ws string) []string) *execRecorder {
+	t.Helper()
+	r := &execRecorder{ws: t.TempDir(), reqs: map[string]api.ExecRequest{}}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sc := sidecar.New(sidecar.Options{Token: execRecorderToken, Workspace: r.ws, Env: env(r.ws), Log: log})
+	record := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/exec" {
+			b, _ := io.ReadAll(req.Body)
+			var er api.ExecRequest
+			if json.Unmarshal(b, &er) == nil {
+				r.mu.Lock()
+				r.reqs[er.Description] = er
+				r.mu.Unlock()
+			}
+			req.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		sc.ServeHTTP(w, req)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := apihttp.NewServer(record, log)
+	go func() { _ = hs.Serve(apihttp.Listener(ln)) }()
+	t.Cleanup(func() { hs.Close() })
+	r.addr = ln.Addr().String()
+	return r
+}
+
+const execRecorderToken = "fileops-sidecar-token"
+
+// e2bRealSidecarEnv is a server with the E2B facade and an E2B sandbox
+// whose sidecar is r.
+func e2bRealSidecarEnv(t *testing.T, r *execRecorder) (e *env, id, token string) {
+	t.Helper()
+	e = newEnv(t, server.Config{})
+	e.Driver.CreateFunc = func(context.Context, model.Spec) (model.Endpoint, error) {
+		return model.Endpoint{Network: "tcp", Address: r.addr, Token: execRecorderToken}, nil
+	}
+	e.Server.MountE2B(e2b.New(e.Server.E2B(), e.Store.(e2b.Store), nil), e2b.Matches)
+	status, body := e2bsdk.Do(t, e.URL, "POST", "/v2/sandboxes", http.Header{"X-API-Key": {e.KeyA}}, `{"templateID":"base","timeout":600}`)
+	var sb struct{ SandboxID, EnvdAccessToken string }
+	if status != http.StatusCreated || json.Unmarshal(body, &sb) != nil || sb.EnvdAccessToken == "" {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	return e, sb.SandboxID, sb.EnvdAccessToken
+}
+
 // TestE2BListDirLarge: a directory whose listing is over a listing's
 // output limit (4 MiB, some 40,000 entries) is not held whole: ListDir is
 // refused with resource_exhausted (the SDK's RateLimitError) saying how
 // large a listing may be and to list less, and its walk is stopped once
-// the limit is passed (find ends by SIGPIPE, and the walk of its links
-// never starts); a listing of a depth that fits is answered; each file operation asks the sidecar for at most its
-// own output (stat, mkdir, move, remove: 64 KiB; ls: 4 MiB).
+// the limit is passed, the links' walk never starting; a listing of a
+// depth that fits is answered; each file operation asks the sidecar for
+// at most its own output (stat, mkdir, move, remove: 64 KiB; ls: 4 MiB).
+// The sidecar is a real one, and find runs with SIGPIPE ignored, as in an
+// image whose commands start so: the walk was stopped by SIGPIPE at its
+// next write once head -c, which its output went through, had passed
+// the limit, and with SIGPIPE ignored it walked the whole tree (its
+// writes failing), exiting 1. The sidecar now stops the listing's
+// command at the limit itself (on_output_limit "stop", its process
+// group killed): find never ends by itself.
 func TestE2BListDirLarge(t *testing.T) {
 	t.Parallel()
-	e, f, id, token := e2bFileOpsEnv(t, server.Config{})
-	finds := findExits(t, f)
+	var finds func() []string
+	r := newExecRecorder(t, func(ws string) []string {
+		var path string
+		path, finds = findRuns(t)
+		env := slices.DeleteFunc(sidecar.SafeEnv(ws), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
+		return append(env, path)
+	})
+	e, id, token := e2bRealSidecarEnv(t, r)
 	// 36,000 files of 240-character names: about 10 MiB of listing.
-	big := filepath.Join(f.dir, "big")
+	big := filepath.Join(r.ws, "big")
 	if err := os.MkdirAll(filepath.Join(big, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +254,8 @@ func TestE2BListDirLarge(t *testing.T) {
 		!strings.Contains(ce.Message, "the listing of /workspace/big is larger than 4 MiB") || !strings.Contains(ce.Message, "smaller depth") {
 		t.Fatalf("ListDir of a large directory = %d %.300s, want resource_exhausted naming the limit", status, body)
 	}
-	if got := finds(); !slices.Equal(got, []string{"141"}) {
-		t.Errorf("the large listing's finds exited %q, want one, stopped by SIGPIPE (141) past the limit", got)
+	if got := finds(); !slices.Equal(got, []string{"start"}) {
+		t.Errorf("the large listing's finds: %q, want one started and never ended by itself (killed past the limit)", got)
 	}
 
 	// Its own entries only (depth 1): one directory.
@@ -185,8 +264,8 @@ func TestE2BListDirLarge(t *testing.T) {
 	if status != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Entries) != 1 || list.Entries[0].Path != "/workspace/big/sub" {
 		t.Fatalf("ListDir depth 1 = %d %.300s, want the one subdirectory", status, body)
 	}
-	if got := finds(); !slices.Equal(got, []string{"0", "0"}) {
-		t.Errorf("the small listing's finds exited %q, want the walks of its entries and of its links whole (0, 0)", got)
+	if got := finds(); !slices.Equal(got, []string{"start", "0", "start", "0"}) {
+		t.Errorf("the small listing's finds: %q, want the walks of its entries and of its links whole (0, 0)", got)
 	}
 
 	for _, call := range []struct{ method, body string }{
@@ -199,33 +278,42 @@ func TestE2BListDirLarge(t *testing.T) {
 			t.Fatalf("%s = %d %s", call.method, status, body)
 		}
 	}
-	want := map[string]int64{"e2b ls": 4 << 20, "e2b stat": 64 << 10, "e2b make_dir": 64 << 10, "e2b move": 64 << 10, "e2b remove": 64 << 10}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for op, n := range want {
-		if f.max[op] != n {
-			t.Errorf("%s asked for max_output_bytes %d, want %d", op, f.max[op], n)
-		}
+	type asked struct {
+		Max     int64
+		OnLimit string
+	}
+	want := map[string]asked{
+		"e2b ls": {4 << 20, api.OutputLimitStop}, "e2b stat": {64 << 10, ""}, "e2b make_dir": {64 << 10, ""},
+		"e2b move": {64 << 10, ""}, "e2b remove": {64 << 10, ""},
+	}
+	got := map[string]asked{}
+	r.mu.Lock()
+	for op, req := range r.reqs {
+		got[op] = asked{req.MaxOutputBytes, req.OnOutputLimit}
+	}
+	r.mu.Unlock()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("max_output_bytes and on_output_limit asked (-want +got):\n%s", diff)
 	}
 }
 
-// findExits has f's scripts run find through a wrapper that records each
-// run's exit status; the function returned gives those recorded since it
-// was last called.
-func findExits(t *testing.T, f *fileOpSidecar) func() []string {
+// findRuns puts find behind a wrapper that ignores SIGPIPE (find inherits
+// it) and records each run's start and, if it ends by itself, its exit
+// status. It returns the PATH entry that finds the wrapper first, and a
+// function that gives what was recorded since it was last called.
+func findRuns(t *testing.T) (path string, runs func() []string) {
 	t.Helper()
 	real, err := exec.LookPath("find")
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	log := filepath.Join(bin, "exits")
-	wrapper := "#!/bin/sh\n" + real + ` "$@"` + "\ns=$?\necho $s >> " + log + "\nexit $s\n"
+	log := filepath.Join(bin, "runs")
+	wrapper := "#!/bin/sh\ntrap '' PIPE\necho start >> " + log + "\n" + real + ` "$@"` + "\ns=$?\necho $s >> " + log + "\nexit $s\n"
 	if err := os.WriteFile(filepath.Join(bin, "find"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f.env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
-	return func() []string {
+	return "PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin", func() []string {
 		b, _ := os.ReadFile(log)
 		_ = os.Remove(log)
 		return strings.Fields(string(b))

@@ -181,6 +181,9 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		shutdownTimeout: defaultShutdownTimeout,
 		instance:        model.NewID(),
 	}
+	if cfg.ClockForTests != nil {
+		s.now = cfg.ClockForTests
+	}
 	s.metrics = metrics.New(func() (float64, error) {
 		n, err := s.store.CountActiveSandboxes(context.Background(), "")
 		return float64(n), err

@@ -8,6 +8,7 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/preview"
 	"github.com/boxkite/boxkite/server/snapshot"
+	"github.com/boxkite/boxkite/server/storagesync"
 	"github.com/boxkite/boxkite/server/webhooks"
 )
 
@@ -35,7 +36,15 @@ func snapshotRemote(c StorageConfig) snapshot.Remote {
 	if c.Backend == nil {
 		return nil
 	}
-	return c.Backend
+	return snapshotBucket{c.Backend}
+}
+
+// snapshotBucket is a storagesync.Backend as a snapshot.Remote.
+type snapshotBucket struct{ storagesync.Backend }
+
+// ListKeys lists the keys under prefix (snapshot.Remote).
+func (b snapshotBucket) ListKeys(ctx context.Context, prefix string, fn func(key string) error) error {
+	return b.List(ctx, prefix, func(o storagesync.Object) error { return fn(o.Key) })
 }
 
 // newPreviews returns the preview service when the store keeps previews.

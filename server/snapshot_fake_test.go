@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -23,7 +24,53 @@ type snapFake struct {
 	// AfterClaim, when set, runs once a snapshot of sandbox id claimed
 	// its key (the data under it is the copy's from then on).
 	AfterClaim func(id string)
-	deleted    []string // the keys DeleteSnapshot deleted, under fakeDriver.mu
+	// Disk, when set, is the store's directory (which replicas share):
+	// a snapshot writes its key there once it claimed it (AfterClaim
+	// returned), DeleteSnapshot removes it, SnapshotKeys lists it.
+	Disk *fakeDisk
+	// Written, when set, runs once a snapshot of sandbox id wrote its
+	// data to Disk.
+	Written func(id string)
+	deleted []string // the keys DeleteSnapshot deleted, under fakeDriver.mu
+}
+
+// fakeDisk is a snapshot store's directory: the keys it holds.
+type fakeDisk struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+func (k *fakeDisk) put(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil {
+		k.keys = map[string]bool{}
+	}
+	k.keys[key] = true
+}
+
+func (k *fakeDisk) remove(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.keys, key)
+}
+
+// Has reports whether the directory holds key.
+func (k *fakeDisk) Has(key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys[key]
+}
+
+// SnapshotKeys lists d's store (model.SnapshotLister): Disk, nothing
+// without one.
+func (d *snapFake) SnapshotKeys(context.Context) ([]string, error) {
+	if d.Disk == nil {
+		return nil, nil
+	}
+	d.Disk.mu.Lock()
+	defer d.Disk.mu.Unlock()
+	return slices.Sorted(maps.Keys(d.Disk.keys)), nil
 }
 
 var _ model.SnapshotDriver = (*snapFake)(nil)
@@ -46,6 +93,12 @@ func (d *snapFake) Snapshot(ctx context.Context, id string, transient bool, clai
 	if err != nil {
 		return model.SnapshotRef{}, err
 	}
+	if d.Disk != nil && !transient {
+		d.Disk.put(ref.Key)
+		if d.Written != nil {
+			d.Written(id)
+		}
+	}
 	return ref, nil
 }
 
@@ -53,6 +106,9 @@ func (d *snapFake) DeleteSnapshot(_ context.Context, key string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.deleted = append(d.deleted, key)
+	if d.Disk != nil {
+		d.Disk.remove(key)
+	}
 	return nil
 }
 

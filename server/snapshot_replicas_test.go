@@ -2,20 +2,24 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/objtest"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sqlstore"
+	"github.com/boxkite/boxkite/server/storagesync"
 )
 
 // The owners of pending snapshots between servers on one Postgres
@@ -397,4 +401,232 @@ func TestReplicaSnapshotDeletedWhileTaken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// portingSnapFake is snapFake whose data goes to a bucket
+// (model.SnapshotPorter): its Disk holds a key's name as its data.
+type portingSnapFake struct{ *snapFake }
+
+func (d *portingSnapFake) ExportSnapshot(_ context.Context, key string) (io.ReadCloser, int64, error) {
+	if !d.Disk.Has(key) {
+		return nil, 0, errors.New("no such snapshot")
+	}
+	return io.NopCloser(strings.NewReader(key)), int64(len(key)), nil
+}
+
+func (d *portingSnapFake) ImportSnapshot(_ context.Context, key string, _ io.Reader) error {
+	d.Disk.put(key)
+	return nil
+}
+
+func (d *portingSnapFake) HasSnapshot(_ context.Context, key string) (bool, error) {
+	return d.Disk.Has(key), nil
+}
+
+// heldBucket is a bucket whose puts run afterPut, when set, once stored.
+type heldBucket struct {
+	storagesync.Backend
+	afterPut atomic.Pointer[func(key string)]
+}
+
+func (b *heldBucket) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	err := b.Backend.Put(ctx, key, r, size)
+	if f := b.afterPut.Load(); f != nil && err == nil {
+		(*f)(key)
+	}
+	return err
+}
+
+// TestReplicaLeftoversSwept: a snapshot deleted through one server while
+// another takes it, after the take claimed its key, and the taking server
+// then dies once its copy wrote its data (and, with a bucket, put its
+// object) but before it recorded the snapshot: nothing names that data
+// or object any more (the delete's own drop came before the copy wrote
+// it), and the taker's own cleanup (abandon) never runs. The surviving
+// server's sweep deletes both once they have been unheld for a take's
+// longest run (5 min; 35 with a bucket), while a take of its own in
+// flight — its data written, its object put, not yet recorded — keeps
+// both and completes. Before, the data and the object stayed for good
+// (bench/issue27/session25-fence25.md, "Left").
+func TestReplicaLeftoversSwept(t *testing.T) {
+	for _, withBucket := range []bool{false, true} {
+		name := "driver"
+		if withBucket {
+			name = "driver and bucket"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			disk := &fakeDisk{} // the replicas' shared snapshot directory
+			cfg := server.Config{
+				RateLimits:     server.RateLimits{Lifecycle: 1000, Snapshot: 1000},
+				ReaperInterval: 10 * time.Millisecond, // how often Run looks at its heartbeat's clock
+			}
+			grace := 5 * time.Minute
+			var bucket *heldBucket
+			if withBucket {
+				obj := objtest.Start(t, "s3")
+				be, err := storagesync.Open(ctx, obj.Config)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bucket = &heldBucket{Backend: be}
+				cfg.Storage = server.StorageConfig{Backend: bucket, Prefix: "p"}
+				grace = 35 * time.Minute
+			}
+			drivers := map[string]*snapFake{}
+			wrap := func(name string) func(*fakeDriver) model.Driver {
+				return func(d *fakeDriver) model.Driver {
+					sd := &snapFake{fakeDriver: d, Disk: disk}
+					drivers[name] = sd
+					if withBucket {
+						return &portingSnapFake{sd}
+					}
+					return sd
+				}
+			}
+			rs, dsn := newReplicasWith(t, 1, cfg, wrap("survivor"))
+			b := rs[0]
+			a, stopA := addReplica(t, b, dsn, cfg, wrap("dying"))
+			long := api.CreateSandboxRequest{LifetimeMinutes: 24 * 60}
+			sbA, sbB := a.create(a.KeyA, long), b.create(b.KeyA, long)
+
+			// The dying server's take: held once it claimed its key,
+			// held for good ("dead") once it wrote (and put) its data.
+			claimed, deleted := make(chan struct{}), make(chan struct{})
+			dead, died := make(chan struct{}), make(chan struct{})
+			live, liveWrote := make(chan struct{}), make(chan struct{})
+			releaseLive := sync.OnceFunc(func() { close(live) })
+			t.Cleanup(func() { close(dead); releaseLive() }) // before the servers close: they wait for the takes
+			drivers["dying"].AfterClaim = func(id string) {
+				if id == sbA.ID {
+					close(claimed)
+					<-deleted
+				}
+			}
+			var aID atomic.Pointer[string] // the dying server's snapshot, once known
+			hold := func(dying bool) {
+				if dying {
+					close(died)
+					<-dead
+					return
+				}
+				close(liveWrote)
+				<-live
+			}
+			if withBucket {
+				f := func(key string) {
+					if strings.HasPrefix(key, "p/snapshots/") { // not the workspaces' sync
+						hold(strings.Contains(key, "/"+*aID.Load()+"/"))
+					}
+				}
+				bucket.afterPut.Store(&f)
+			} else {
+				written := func(id string) { hold(id == sbA.ID) }
+				drivers["dying"].Written, drivers["survivor"].Written = written, written
+			}
+			snappedA := snapshotAsync(a, sbA.ID)
+			waitClosed(t, claimed, "the dying server's claim")
+			pending, err := b.Store.SnapshotsWithStatus(ctx, api.SnapshotPending)
+			if err != nil || len(pending) != 1 {
+				t.Fatalf("pending snapshots = %+v, %v; want the dying server's", pending, err)
+			}
+			id := pending[0].ID
+			aID.Store(&id)
+			key := "key-" + sbA.ID
+			object := "p/snapshots/" + a.AcctA.ID + "/" + id + "/data"
+			if resp, body := b.do("DELETE", "/v1/snapshots/"+id, b.KeyA, nil); resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("DELETE of the pending snapshot: %d %s, want 204", resp.StatusCode, body)
+			}
+			close(deleted)
+			waitClosed(t, died, "the dying server's copy")
+			stopA()
+			select {
+			case got := <-snappedA:
+				t.Fatalf("the dead server's take answered %d %s", got.code, got.body)
+			default:
+			}
+			if !disk.Has(key) {
+				t.Fatalf("the dead server's copy left no data under %s: the test reproduces nothing", key)
+			}
+			if withBucket {
+				if objs := bucketObjects(t, bucket, "p/snapshots/"); !objs[object] {
+					t.Fatalf("the bucket holds %v, want the dead server's object %s", objs, object)
+				}
+			}
+
+			// The survivor's own take, in flight across the sweeps.
+			snappedB := snapshotAsync(b, sbB.ID)
+			waitClosed(t, liveWrote, "the surviving server's copy")
+			liveKey := "key-" + sbB.ID
+
+			// The survivor's sweeps: the clock moves by 20 s at a time,
+			// within its heartbeat's lease (30 s: a longer jump lapses
+			// it, and its take fails), each step once the survivor
+			// renewed its heartbeat at the clock's time (a sweep follows
+			// each renewal).
+			steps := func(d time.Duration, done func() bool) {
+				t.Helper()
+				for range d / (20 * time.Second) {
+					if done() {
+						return
+					}
+					b.clock.Advance(20 * time.Second)
+					eventually(t, "the surviving server's renewal", func() bool {
+						live, err := b.Store.LiveInstances(ctx, b.clock.Now().Add(25*time.Second))
+						if err != nil {
+							t.Fatal(err)
+						}
+						_, ok := live[b.Server.Instance()]
+						return ok
+					})
+				}
+			}
+			gone := func() bool {
+				return !disk.Has(key) && (!withBucket || !bucketObjects(t, bucket, "p/snapshots/")[object])
+			}
+			// The first look (at most a minute on), then a take's
+			// longest run, a sweep's minute between looks, and the
+			// renewals' own lag (a sweep may read the clock a step on).
+			left := b.clock.Now()
+			steps(time.Minute+grace+3*time.Minute, gone)
+			if !gone() {
+				eventually(t, "the dead server's data and object deleted", gone)
+			}
+			if after := b.clock.Now().Sub(left); after < grace {
+				t.Errorf("the dead server's data and object were deleted %v after it died, before a take's longest run (%v)", after, grace)
+			}
+
+			if !disk.Has(liveKey) {
+				t.Errorf("the sweep deleted the data of the take in flight, %s", liveKey)
+			}
+			releaseLive()
+			got := <-snappedB
+			if got.code != http.StatusCreated {
+				t.Fatalf("the surviving server's take: %d %s, want 201\n%s", got.code, got.body, b.Logs.String())
+			}
+			var sn api.Snapshot
+			mustUnmarshal(t, got.body, &sn)
+			if withBucket {
+				if objs := bucketObjects(t, bucket, "p/snapshots/"); !objs["p/snapshots/"+b.AcctA.ID+"/"+sn.ID+"/data"] {
+					t.Errorf("the bucket holds %v, want the surviving take's object", objs)
+				}
+			}
+			if resp, body := b.do("POST", "/v1/snapshots/"+sn.ID+"/restore", b.KeyA, api.RestoreSnapshotRequest{}); resp.StatusCode != http.StatusCreated {
+				t.Errorf("restore of the snapshot taken across the sweeps: %d %s, want 201", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// bucketObjects lists the bucket's keys under prefix.
+func bucketObjects(t *testing.T, b storagesync.Backend, prefix string) map[string]bool {
+	t.Helper()
+	got := map[string]bool{}
+	if err := b.List(t.Context(), prefix, func(o storagesync.Object) error {
+		got[o.Key] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

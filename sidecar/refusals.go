@@ -31,7 +31,7 @@ func errDirNotFound(p string) *api.Error {
 // errIsDir refuses a directory where a file is read or edited.
 func errIsDir(p string) *api.Error {
 	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p).
-		WithHint("name a file in it; list it with GET /files?path=DIR, download it whole with GET /files/archive")
+		WithHint("name a file in it; list it with 'boxkite files ls DIR'; copy it whole with 'boxkite files cp -r ID:PATH DST'")
 }
 
 // errIsDirWrite refuses a directory where a file is written.

@@ -9,7 +9,7 @@ import (
 
 // TestKindRefusalHints: a refusal of a file where a directory is worked
 // on (a watch, an archive download) or of a directory where a file is
-// read names what reads the other kind as the hints name every call, a
+// read or edited names what reads the other kind as the hints name every call, a
 // CLI command in the CLI's quotes, which tools and the E2B surface turn
 // into their own (TestFileRefusalHints in tools, TestE2BHint in
 // server/e2b/envd); it named a route (GET /files/raw, GET /files/archive)
@@ -33,6 +33,10 @@ func TestKindRefusalHints(t *testing.T) {
 		{
 			"raw download of a directory", http.MethodGet, "/files/raw?path=sub", "",
 			http.StatusBadRequest, api.CodeBadRequest, "copy a directory with -r: 'boxkite files cp -r ID:PATH DST'",
+		},
+		{
+			"edit of a directory", http.MethodPost, "/str-replace", `{"path":"sub","old_str":"x"}`,
+			http.StatusBadRequest, api.CodeBadRequest, "name a file in it; list it with 'boxkite files ls DIR'; copy it whole with 'boxkite files cp -r ID:PATH DST'",
 		},
 	} {
 		st, b := call(t, tt.method, fs.url+tt.route, authHeader, tt.body)

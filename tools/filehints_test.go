@@ -39,6 +39,12 @@ func TestFileRefusalHints(t *testing.T) {
 	lsArgs := json.RawMessage(`{"path":"a.txt"}`)
 	viewArgs := json.RawMessage(`{"path":"b.txt"}`)
 	watch, _ := Lookup(Default(), "watch_directory")
+	editDir := &api.Error{
+		Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: "Path is a directory: /workspace/sub",
+		Hint: "name a file in it; list it with 'boxkite files ls DIR'; copy it whole with 'boxkite files cp -r ID:PATH DST'",
+	}
+	f.strReplace = func(api.StrReplaceRequest) (*api.StrReplaceResult, error) { return nil, editDir }
+	editArgs := json.RawMessage(`{"path":"sub","old_str":"x","new_str":"y"}`)
 	for _, tt := range []struct {
 		name, got, want string
 	}{
@@ -61,6 +67,10 @@ func TestFileRefusalHints(t *testing.T) {
 		{
 			"Default's watch of a file", Call(ctx, Default(), f, "watch_directory", lsArgs),
 			"Error [not_a_directory]: Not a directory: /workspace/a.txt\nHint: name a directory; read a file with `view`",
+		},
+		{
+			"Default's edit of a directory", Call(ctx, Default(), f, "str_replace", editArgs),
+			"Error [bad_request]: Path is a directory: /workspace/sub\nHint: name a file in it; list it with `ls`",
 		},
 		{
 			"watch alone of a file", watch.Call(ctx, f, lsArgs),

@@ -61,7 +61,7 @@ func Dir(t testing.TB) string {
 // Checks are what flows.mjs must report, one per flow of issue 21's first
 // acceptance item (and the SDK's view of the second).
 var Checks = []string{
-	"create", "domain", "run.stdout", "run.stderr", "run.exitCode", "run.USER",
+	"create", "domain", "run.stdout", "run.stderr", "run.exitCode", "run.USER", "run.long-command",
 	"user.known", "user.unknown-refused.run", "user.unknown-refused.list", "user.unknown-refused.write", "run.CommandExitError", "run.timeoutMs",
 	"background.pid", "commands.list", "commands.connect", "commands.kill", "kill.ends", "kill.unknown",
 	"disconnect.keeps-running", "stdin", "stdin.large", "stdin.without-refused",
@@ -69,7 +69,7 @@ var Checks = []string{
 	"files.makeDir", "files.makeDir-on-file", "files.backslash-refused", "files.list-depth", "files.list-order-mode", "files.remove", "files.remove-missing", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
 	"files.signedUrl-forged", "files.watchDir",
 	"home.files", "home.list", "home.rename", "home.cwd-HOME", "home.errors-as-asked", "home.in-sandbox", "home.watchDir", "files.symlink", "getMetrics.cpu",
-	"pty.echo", "pty.resize", "pty.size-refused", "pty.stdin-refused", "list.metadata", "list.metadata-none", "list.bad-query-400", "timeout.cut-to-maximum", "create.bad-timeout-400", "getInfo",
+	"pty.echo", "pty.resize", "pty.size-refused", "pty.stdin-refused", "pty.resize-command-refused", "list.metadata", "list.metadata-none", "list.bad-query-400", "timeout.cut-to-maximum", "create.bad-timeout-400", "getInfo",
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
 	"setTimeout.expires", "list.pages", "runCode.state", "runCode.empty", "runCode.language-trimmed", "runCode.stdout", "runCode.error", "runCode.envs", "runCode.envs-scoped", "runCode.contexts", "runCode.context-cwd", "runCode.context-missing-cwd", "runCode.context-traceback",

@@ -30,6 +30,14 @@ const who = await sbx.commands.run('echo "$USER $LOGNAME"')
 check('run.USER', who.stdout === 'sandbox sandbox\n', who)
 // the user option may name E2B's users; a user the sandbox does not have
 // is refused, as envd refuses it, on RPCs, streams and /files alike
+// a command (and envs) longer than the sidecar's query string takes: envd
+// runs any the kernel does (128 KiB a word); it failed, internal
+if (process.env.FLOWS_UNJAILED !== '1') { // the file it goes through is the sandbox's /tmp
+  const longCmd = await sbx.commands.run('echo ' + 'a'.repeat(100000) + ' | wc -c; echo ${#BIG}; ls -a /tmp', { envs: { BIG: 'b'.repeat(60000) } })
+  check('run.long-command', longCmd.stdout.startsWith('100001\n60000\n') && !longCmd.stdout.includes('.e2b-command-'), longCmd.stdout.slice(0, 200))
+} else {
+  check('run.long-command', true)
+}
 check('user.known', (await sbx.commands.run('echo ok', { user: 'root' })).stdout === 'ok\n')
 for (const [what, call] of [
   ['run', () => sbx.commands.run('true', { user: 'nosuchuser' })],
@@ -229,6 +237,11 @@ check('pty.size-refused', zeroCreate instanceof InvalidArgumentError && zeroResi
 // A terminal's input is the pty's, as envd has it: stdin to it is refused.
 const ptyStdin = await rejects(() => sbx.commands.sendStdin(term.pid, 'typed\n'))
 check('pty.stdin-refused', ptyStdin !== null && /failed_precondition/.test(String(ptyStdin)), String(ptyStdin))
+// and a command has no terminal to resize (it answered success)
+const plain = await sbx.commands.run('sleep 60', { background: true, timeoutMs: 0 })
+const plainResize = await rejects(() => sbx.pty.resize(plain.pid, { cols: 100, rows: 30 }))
+check('pty.resize-command-refused', plainResize !== null && /failed_precondition/.test(String(plainResize)), String(plainResize))
+await plain.kill()
 await sbx.pty.kill(term.pid)
 
 // the control plane

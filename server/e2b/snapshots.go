@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
@@ -43,6 +44,9 @@ func (h *Handler) createSnapshot(w http.ResponseWriter, r *http.Request, c Calle
 	}
 	if len(req.Name) > 200 {
 		return api.Invalid("name", "name is longer than 200 characters", "")
+	}
+	if strings.ContainsRune(req.Name, 0) { // PostgreSQL's text cannot hold it: a 500 there
+		return api.Invalid("name", "name contains a NUL character (\\u0000)", "")
 	}
 	sn, err := h.cp.Snapshot(r.Context(), c, r.PathValue("id"), req.Name)
 	if err != nil {

@@ -95,6 +95,11 @@ type Config struct {
 	// deleted: a test holds a pause there (a pause on one server while
 	// another deletes the sandbox).
 	PauseCopiedForTests func(id string)
+	// SnapshotClaimedForTests, when set, runs in Snapshot once a
+	// snapshot of sandbox id claimed its key, before its copy is put
+	// under it: a test holds a take there (its snapshot deleted
+	// meanwhile, its server dying after the copy is in place).
+	SnapshotClaimedForTests func(id string)
 }
 
 // Driver is model.Driver on Kubernetes. Build it with New; Run keeps the

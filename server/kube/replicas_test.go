@@ -34,15 +34,7 @@ import (
 // when the wait begins, as its 30 s running out would (the removal's
 // wait, a minute, made the test take 90 s).
 func TestDeleteFinishedByStartingReplica(t *testing.T) {
-	dsn := servertest.PostgresDSN(t)
-	if dsn == "" {
-		t.Skip(servertest.PostgresEnv + " is not set")
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	dsn, db := postgresDB(t)
 	var (
 		fired   atomic.Bool
 		ended   atomic.Bool
@@ -306,6 +298,23 @@ func checkDeleted(t *testing.T, e *env, id, state string) {
 	}
 }
 
+// postgresDB is a new Postgres database for t (servertest.PostgresDSN),
+// and a handle on it closed when t ends; without one t is skipped
+// (outside CI: PostgresDSN fails t in CI).
+func postgresDB(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set")
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return dsn, db
+}
+
 // replica is another control plane of e's, on its cluster, namespace,
 // kubelet and database, its driver configured cfg; not started.
 func (e *env) replica(cfg kube.Config) *env {
@@ -476,15 +485,7 @@ func isStatus(err error, code int) bool {
 // key, and the copy's file in the snapshot directory is deleted. Once
 // its heartbeat is renewed (under a new token) a snapshot completes.
 func TestSnapshotOfLapsedControlPlane(t *testing.T) {
-	dsn := servertest.PostgresDSN(t)
-	if dsn == "" {
-		t.Skip(servertest.PostgresEnv + " is not set")
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	dsn, db := postgresDB(t)
 	dir := t.TempDir()
 	var held atomic.Pointer[chan struct{}]
 	waiting := make(chan struct{}, 1)
@@ -552,5 +553,154 @@ func TestSnapshotOfLapsedControlPlane(t *testing.T) {
 	}
 	if snap, err := c.CreateSnapshot(ctx, sb.ID, "renewed"); err != nil || snap.Status != api.SnapshotCompleted {
 		t.Errorf("snapshot after the renewal: %+v, %v; want completed", snap, err)
+	}
+}
+
+// TestSnapshotLeftoversSwept is server's TestReplicaLeftoversSwept on the
+// kube driver, with real pods and the snapshot directory the two control
+// planes share: the first's take of a sandbox is held once it claimed its
+// key (kube.Config.SnapshotClaimedForTests), the snapshot is deleted
+// through the second, and the first dies (its database handle closed, as
+// its process's would be) as its copy's tar lands in the directory: the
+// take never records, and nothing names the tar. The second's sweep
+// deletes it once it has been unheld for a take's longest run (its clock
+// moved on), and leaves the tar of a completed snapshot and the take it
+// has in flight itself, which completes. Before, the tar stayed.
+func TestSnapshotLeftoversSwept(t *testing.T) {
+	dsn, _ := postgresDB(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	var (
+		held    atomic.Pointer[string] // the sandbox whose take is held at its claim
+		claimed = make(chan struct{}, 1)
+		goOn    = make(chan struct{}, 1)
+	)
+	hold := func(id string) {
+		if p := held.Load(); p != nil && *p == id {
+			notify(claimed)
+			<-goOn
+		}
+	}
+	a := newEnv(t, kube.Config{SnapshotDir: dir, SnapshotClaimedForTests: hold})
+	a.dsn = dsn
+	a.start(t)
+	b := a.replica(a.cfg)
+	var ahead atomic.Int64 // how far the second's clock runs ahead
+	b.srvCfg.ClockForTests = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	b.srvCfg.ReaperInterval = 20 * time.Millisecond // how often Run looks at its heartbeat's clock
+	b.start(t)
+	t.Cleanup(func() { close(goOn) }) // before the servers close: they wait for the takes
+	ca, cb := a.client(), b.client()
+	long := api.CreateSandboxRequest{LifetimeMinutes: 24 * 60}
+	create := func(c *client.Client, file string) *api.Sandbox {
+		t.Helper()
+		sb, err := c.CreateSandbox(ctx, long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, c, sb.ID, "echo "+file+" > "+file)
+		return sb
+	}
+	kept := create(cb, "kept.txt")
+	if _, err := cb.CreateSnapshot(ctx, kept.ID, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	completed, err := b.st.SnapshotsWithStatus(ctx, api.SnapshotCompleted)
+	if err != nil || len(completed) != 1 {
+		t.Fatalf("completed snapshots = %+v, %v; want the kept one", completed, err)
+	}
+	keptTar := filepath.Join(dir, completed[0].Key+".tar")
+
+	// The first's take, held at its claim; the snapshot deleted; the
+	// first dies as its copy lands.
+	// takeHeld takes a snapshot of sb through c, held at its claim;
+	// its answer comes on the channel once let go on.
+	takeHeld := func(c *client.Client, sb *api.Sandbox, who string) <-chan error {
+		t.Helper()
+		held.Store(&sb.ID)
+		answered := make(chan error, 1)
+		go func() {
+			_, err := c.CreateSnapshot(ctx, sb.ID, who)
+			answered <- err
+		}()
+		select {
+		case <-claimed:
+		case err := <-answered:
+			t.Fatalf("the %s control plane's take answered (%v) before its claim", who, err)
+		case <-time.After(time.Minute):
+			t.Fatalf("the %s control plane's take did not claim its key within a minute", who)
+		}
+		return answered
+	}
+	answered := takeHeld(ca, create(ca, "lost.txt"), "first")
+	pending, err := b.st.SnapshotsWithStatus(ctx, api.SnapshotPending)
+	if err != nil || len(pending) != 1 || pending[0].Key == "" {
+		t.Fatalf("pending snapshots = %+v, %v; want the held take's, its key claimed", pending, err)
+	}
+	if err := cb.DeleteSnapshot(ctx, pending[0].ID); err != nil {
+		t.Fatalf("DELETE of the pending snapshot through the second: %v", err)
+	}
+	a.st.Close() // the first dies: its database goes with it
+	goOn <- struct{}{}
+	if err := <-answered; err == nil {
+		t.Fatal("the dying control plane's take answered 201")
+	}
+	a.stop()
+	lostTar := filepath.Join(dir, pending[0].Key+".tar")
+	if _, err := os.Stat(lostTar); err != nil {
+		t.Fatalf("the dead control plane's copy left no tar (%v): the test reproduces nothing", err)
+	}
+
+	// The second's own take, in flight (held at its claim) across the
+	// sweeps.
+	liveDone := takeHeld(cb, create(cb, "live.txt"), "second")
+
+	// The second's clock moves 20 s at a time, within its heartbeat's
+	// lease (30 s: a longer jump lapses it, and its take fails), each
+	// step once it renewed its heartbeat at the clock's time (a sweep
+	// follows each renewal; the first's heartbeat, on the real clock,
+	// has ended by then): the first look, a take's longest run (5 min)
+	// on, a sweep's minute between looks, the renewals' lag.
+	gone := func() bool {
+		_, err := os.Stat(lostTar)
+		return errors.Is(err, os.ErrNotExist)
+	}
+	left := b.srvCfg.ClockForTests()
+	for i := 0; i < 27 && !gone(); i++ {
+		ahead.Add(int64(20 * time.Second))
+		deadline := time.Now().Add(time.Minute)
+		for {
+			live, err := b.st.LiveInstances(ctx, b.srvCfg.ClockForTests().Add(25*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(live) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the second control plane renewed no heartbeat within a minute")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !gone() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !gone() {
+		t.Fatalf("the dead control plane's tar %s stays", lostTar)
+	}
+	if after := b.srvCfg.ClockForTests().Sub(left); after < 5*time.Minute {
+		t.Errorf("the dead control plane's tar was deleted %v after it died, before a take's longest run", after)
+	}
+	if _, err := os.Stat(keptTar); err != nil {
+		t.Errorf("the completed snapshot's tar: %v", err)
+	}
+	goOn <- struct{}{}
+	if err := <-liveDone; err != nil {
+		t.Fatalf("the second control plane's take across the sweeps: %v", err)
+	}
+	if left, err := filepath.Glob(filepath.Join(dir, "sha256-*.tar")); err != nil || len(left) != 2 {
+		t.Errorf("the snapshot directory holds %v, %v; want the kept snapshot's tar and the live one's", left, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
@@ -96,6 +97,9 @@ func (d *Driver) Snapshot(ctx context.Context, id string, transient bool, claim 
 		// sharing the directory) deletes path.
 		if err := claim(key); err != nil {
 			return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: claim its key: %w", id, err)
+		}
+		if d.cfg.SnapshotClaimedForTests != nil {
+			d.cfg.SnapshotClaimedForTests(id)
 		}
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
@@ -230,6 +234,33 @@ func (d *Driver) DeleteSnapshot(_ context.Context, key string) error {
 		return fmt.Errorf("delete snapshot %s: %w", key, err)
 	}
 	return nil
+}
+
+var _ model.SnapshotLister = (*Driver)(nil)
+
+// SnapshotKeys implements model.SnapshotLister: the sha256-<hex>.tar
+// files of the snapshot directory (not the fork- copies of forks and
+// paused sandboxes, which no snapshot row names, not the partial- copies
+// under way).
+func (d *Driver) SnapshotKeys(context.Context) ([]string, error) {
+	if d.cfg.SnapshotDir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(d.cfg.SnapshotDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list snapshots: %w", err)
+	}
+	var keys []string
+	for _, e := range entries {
+		key, ok := strings.CutSuffix(e.Name(), ".tar")
+		if ok && e.Type().IsRegular() && strings.HasPrefix(key, "sha256-") && snapshotKey.MatchString(key) {
+			keys = append(keys, key)
+		}
+	}
+	return keys, nil
 }
 
 // sandboxEndpoint finds sandbox id's running pod and reaches its sidecar

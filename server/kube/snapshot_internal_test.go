@@ -2,6 +2,7 @@ package kube
 
 import (
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,5 +51,39 @@ func TestArchiveQuery(t *testing.T) {
 	}
 	if got := archiveQuery(http.MethodPost).Encode(); got != "path=%2Fworkspace" {
 		t.Errorf("POST query %q", got)
+	}
+}
+
+// TestSnapshotKeys: the keys the snapshot directory lists for the control
+// plane's sweep of leftovers (model.SnapshotLister) are its snapshots'
+// tars only: not the fork- copies (a fork's, a paused sandbox's, which no
+// snapshot row names), not the partial- copies under way, not anything
+// else; none without a directory, or before the first snapshot made it.
+func TestSnapshotKeys(t *testing.T) {
+	if keys, err := (&Driver{}).SnapshotKeys(t.Context()); err != nil || keys != nil {
+		t.Fatalf("SnapshotKeys without a snapshot directory = %v, %v; want none", keys, err)
+	}
+	dir := filepath.Join(t.TempDir(), "snapshots")
+	d := &Driver{cfg: Config{SnapshotDir: dir}}
+	if keys, err := d.SnapshotKeys(t.Context()); err != nil || keys != nil {
+		t.Fatalf("SnapshotKeys before the directory exists = %v, %v; want none", keys, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	snap := "sha256-" + strings.Repeat("ab", 32)
+	for _, name := range []string{
+		snap + ".tar", "fork-" + strings.Repeat("0", 64) + ".tar", "partial-123", "sha256-short.tar", snap + ".img", "notes",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := d.SnapshotKeys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != snap {
+		t.Errorf("SnapshotKeys = %v, want [%s]", keys, snap)
 	}
 }

@@ -345,6 +345,29 @@ func (d *Driver) restoreDisk(dst, key string) error {
 	return nil
 }
 
+var _ model.SnapshotLister = (*Driver)(nil)
+
+// SnapshotKeys implements model.SnapshotLister: the sha256-<hex>.img
+// images of the snapshot store (not the transient tmp- ones of forks, not
+// the .part- copies under way).
+func (d *Driver) SnapshotKeys(context.Context) ([]string, error) {
+	entries, err := os.ReadDir(d.snapshotsDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list snapshots: %w", err)
+	}
+	var keys []string
+	for _, e := range entries {
+		key, ok := strings.CutSuffix(e.Name(), ".img")
+		if ok && e.Type().IsRegular() && strings.HasPrefix(key, "sha256-") && validSnapshotKey.MatchString(key) {
+			keys = append(keys, key)
+		}
+	}
+	return keys, nil
+}
+
 // emptySnapshotTrash removes copies a crash interrupted and the transient
 // snapshots of forks it interrupted (New).
 func (d *Driver) emptySnapshotTrash() {

@@ -409,6 +409,18 @@ type SnapshotPorter interface {
 	HasSnapshot(ctx context.Context, key string) (bool, error)
 }
 
+// A SnapshotLister is a SnapshotDriver that can list its store: the
+// control plane deletes the data no snapshot holds any more, which a take
+// whose snapshot was deleted while it copied, and whose server then died,
+// leaves behind (server/snapshot, leftovers.go).
+type SnapshotLister interface {
+	// SnapshotKeys returns the keys of the snapshots in the driver's
+	// store: the content-addressed ones a snapshot claims, not the
+	// transient copies of forks (or a paused sandbox's), and not copies
+	// still under way.
+	SnapshotKeys(ctx context.Context) ([]string, error)
+}
+
 // SnapshotRef names a snapshot's data in a SnapshotDriver's store.
 type SnapshotRef struct {
 	Key       string // what Spec.FromSnapshot and DeleteSnapshot take

@@ -169,15 +169,22 @@ func (s *Service) dropData(ctx context.Context, key string) {
 	if key == "" || s.cfg.Driver == nil {
 		return
 	}
-	now := s.cfg.Now()
-	begun, err := s.cfg.Store.BeginSnapshotDrop(ctx, key, now, now.Add(dropLease))
-	if err == nil && begun {
-		err = s.cfg.Driver.DeleteSnapshot(ctx, key)
-		if eerr := s.cfg.Store.EndSnapshotDrop(ctx, key); err == nil {
-			err = eerr
-		}
-	}
-	if err != nil {
+	if _, err := s.drop(ctx, key); err != nil {
 		s.cfg.Log.ErrorContext(ctx, "delete snapshot data", "key", key, "err", err)
 	}
+}
+
+// drop deletes the driver's data under key unless a snapshot holds it
+// (or another drop of it is under way), and reports whether it did.
+func (s *Service) drop(ctx context.Context, key string) (bool, error) {
+	now := s.cfg.Now()
+	begun, err := s.cfg.Store.BeginSnapshotDrop(ctx, key, now, now.Add(dropLease))
+	if err != nil || !begun {
+		return false, err
+	}
+	err = s.cfg.Driver.DeleteSnapshot(ctx, key)
+	if eerr := s.cfg.Store.EndSnapshotDrop(ctx, key); err == nil {
+		err = eerr
+	}
+	return err == nil, err
 }

@@ -28,8 +28,11 @@ import (
 // Reconcile marks failed, at start-up, the pending snapshots of servers
 // that are not alive (this server's previous life among them) and those
 // with no owner.
+// It then deletes the data and objects no snapshot holds (leftovers.go).
 func (s *Service) Reconcile(ctx context.Context) error {
-	return s.failOrphans(ctx, true)
+	err := s.failOrphans(ctx, true)
+	s.sweepLeftovers(ctx, true)
+	return err
 }
 
 // Sweep marks failed the pending snapshots whose owner's heartbeat ended
@@ -37,8 +40,12 @@ func (s *Service) Reconcile(ctx context.Context) error {
 // token, and those with no owner once they are older than the longest a
 // take may run (takeTimeout): a server of an older version, during a
 // rolling upgrade, may be taking a younger one.
+// It then deletes the data and objects no snapshot has held for longer
+// than a take may run (leftovers.go).
 func (s *Service) Sweep(ctx context.Context) error {
-	return s.failOrphans(ctx, false)
+	err := s.failOrphans(ctx, false)
+	s.sweepLeftovers(ctx, false)
+	return err
 }
 
 // errNotPending stops the update of a snapshot that is no longer pending.

@@ -24,12 +24,15 @@ import (
 // bucket first. Deleting the snapshot deletes its object. Transient
 // snapshots (forks) never leave the driver.
 
-// Remote is the object store snapshots are kept in; storagesync.Backend
-// is one.
+// Remote is the object store snapshots are kept in: storagesync.Backend
+// is one, given ListKeys (the server adapts its List).
 type Remote interface {
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
 	Delete(ctx context.Context, key string) error
+	// ListKeys calls fn with the key of each object whose key starts
+	// with prefix; an error from fn stops it (leftovers.go).
+	ListKeys(ctx context.Context, prefix string, fn func(key string) error) error
 	Kind() string
 }
 

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,10 @@ func (d *portingDriver) HasSnapshot(_ context.Context, key string) (bool, error)
 	return ok, nil
 }
 
+func (d *portingDriver) SnapshotKeys(context.Context) ([]string, error) {
+	return slices.Sorted(maps.Keys(d.data)), nil
+}
+
 func (d *portingDriver) DeleteSnapshot(ctx context.Context, key string) error {
 	delete(d.data, key)
 	return d.fakeDriver.DeleteSnapshot(ctx, key)
@@ -51,6 +56,7 @@ type memRemote struct {
 	mu      sync.Mutex
 	objects map[string][]byte
 	down    bool
+	lists   int // ListKeys calls
 }
 
 func (m *memRemote) Put(_ context.Context, key string, r io.Reader, size int64) error {
@@ -81,6 +87,25 @@ func (m *memRemote) Delete(_ context.Context, key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.objects, key)
+	return nil
+}
+
+func (m *memRemote) ListKeys(_ context.Context, prefix string, fn func(string) error) error {
+	m.mu.Lock()
+	m.lists++
+	down := m.down
+	keys := slices.Sorted(maps.Keys(m.objects))
+	m.mu.Unlock()
+	if down {
+		return errors.New("connection refused")
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefix) {
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

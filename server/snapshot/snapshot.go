@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,7 +95,8 @@ type Config struct {
 
 // Service is the snapshot subsystem.
 type Service struct {
-	cfg Config
+	cfg       Config
+	leftovers leftovers // leftovers.go
 }
 
 // New returns the service for cfg.
@@ -178,13 +180,26 @@ func (s *Service) copyFailed(ctx context.Context, sb *model.Sandbox, cause error
 		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
 }
 
+// checkLabel refuses a label longer than most bytes, or with a NUL
+// character, which PostgreSQL's text cannot hold: it was stored on
+// SQLite and a 500 on PostgreSQL, after the copy was made.
+func checkLabel(label string, most int) error {
+	if len(label) > most {
+		return httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", most), "")
+	}
+	if strings.ContainsRune(label, 0) {
+		return httpx.Invalid("label", "label contains a NUL character (\\u0000)", "")
+	}
+	return nil
+}
+
 func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateSnapshotRequest
 	if err := httpx.DecodeJSON(w, r, &req, maxBody); err != nil {
 		return err
 	}
-	if len(req.Label) > 200 {
-		return httpx.Invalid("label", "label is longer than 200 characters", "")
+	if err := checkLabel(req.Label, 200); err != nil {
+		return err
 	}
 	acct := s.cfg.Control.Account(r)
 	sb, err := s.live(r, acct)
@@ -386,6 +401,9 @@ func (s *Service) Delete(ctx context.Context, sn *model.Snapshot) error {
 func (s *Service) restore(w http.ResponseWriter, r *http.Request) error {
 	var req api.RestoreSnapshotRequest
 	if err := httpx.DecodeJSON(w, r, &req, maxBody); err != nil {
+		return err
+	}
+	if err := checkLabel(req.Label, model.MaxLabelLen); err != nil { // the new sandbox's
 		return err
 	}
 	acct := s.cfg.Control.Account(r)

@@ -180,3 +180,57 @@ func BenchmarkUpdateSandboxDestroying(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSandboxLifecycle is the store's part of one cold create and
+// its delete, one after another, as the sandbox service makes them (issue
+// 27 item 3: at 100 creates at once each create's wall is its share of the
+// CPUs): the limits read (Usage), the reservation (Usage and the INSERT in
+// one transaction), the row made active with its endpoint, the lookup of
+// the delete's request, the destroying intent and the row destroyed. It
+// reports the CPU time, the statements SQLite prepared (each one a parse
+// of its SQL and a plan) and the bytes the process wrote (the WAL's
+// frames) per op, besides the time and allocations.
+func BenchmarkSandboxLifecycle(b *testing.B) {
+	st, sb := benchStore(b)
+	allow := func(model.Usage) error { return nil }
+	month := time.Date(base.Year(), base.Month(), 1, 0, 0, 0, 0, time.UTC)
+	prepared, cpu, written := st.Prepared(), processCPU(b), writtenBytes()
+	for b.Loop() {
+		now := time.Now().UTC()
+		nb := newSandbox(&model.Account{ID: sb.AccountID}, now)
+		nb.Status = model.StatusCreating
+		if _, err := st.Usage(b.Context(), sb.AccountID, month, now); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.ReserveSandboxes(b.Context(), sb.AccountID, month, now, allow, []*model.Sandbox{nb}); err != nil {
+			b.Fatal(err)
+		}
+		steps := []func(*model.Sandbox) error{
+			func(sb *model.Sandbox) error {
+				sb.Status = api.StatusActive
+				sb.Endpoint = model.Endpoint{Network: "unix", Address: "/run/x.sock", Token: "tok"}
+				return nil
+			},
+			func(sb *model.Sandbox) error { sb.Destroying = model.ReasonDeleted; return nil },
+			func(sb *model.Sandbox) error {
+				sb.Status, sb.DestroyReason, sb.Destroying = api.StatusDestroyed, model.ReasonDeleted, ""
+				t := time.Now().UTC()
+				sb.DestroyedAt = &t
+				return nil
+			},
+		}
+		for i, step := range steps {
+			if i == 1 {
+				if _, err := st.Sandbox(b.Context(), nb.AccountID, nb.ID); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := st.UpdateSandbox(b.Context(), nb.ID, step); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(st.Prepared()-prepared)/float64(b.N), "prepares/op")
+	b.ReportMetric(float64(writtenBytes()-written)/1024/float64(b.N), "written-KiB/op")
+}

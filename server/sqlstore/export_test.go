@@ -20,3 +20,12 @@ func (s *Store) SandboxPagePlanForTests(ctx context.Context, accountID string, p
 // SetDropCheckedForTests sets fn to run in BeginSnapshotDrop's transaction
 // once it found its key unused, before it records the drop.
 func (s *Store) SetDropCheckedForTests(fn func()) { s.dropChecked = fn }
+
+// Prepared is the statements a SQLite store's connections have prepared
+// (0 on Postgres).
+func (s *Store) Prepared() uint64 {
+	if s.gen == nil {
+		return 0
+	}
+	return s.gen.prepared.Load()
+}

@@ -50,6 +50,8 @@ var exemptTables = map[string]bool{
 type generation struct {
 	n       atomic.Uint64 // moves after each transaction that changed a row of a table not exempt
 	pending atomic.Int64  // connections with such a change whose transaction has not yet returned
+
+	prepared atomic.Uint64 // statements SQLite prepared (parsed and planned), for the benchmarks
 }
 
 // current returns the generation and whether it is settled: false while
@@ -122,6 +124,7 @@ type genConn struct {
 	g     *generation
 	dirty atomic.Bool // changed a row of a table not exempt
 	ended atomic.Bool // and its transaction committed or rolled back since
+	stmts stmtCache   // the statements it ran, prepared
 }
 
 // changed is the pre-update hook.
@@ -147,17 +150,32 @@ func (c *genConn) settle(force bool) {
 	c.g.pending.Add(-1)
 }
 
+// ExecContext runs query from the connection's statements (stmtcache.go).
 func (c *genConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	defer c.settle(false)
+	if cs := c.stmts.get(ctx, c, query); cs != nil {
+		return cs.st.ExecContext(ctx, args)
+	}
+	c.g.prepared.Add(1)
 	return c.sqliteConn.ExecContext(ctx, query, args)
 }
 
 // QueryContext settles what ended before it; a query that writes (…
 // RETURNING) outside a transaction commits while its rows are read, and is
 // settled by the connection's next call, its reset or its close: pending
-// until then, so the cache is bypassed meanwhile, never stale.
+// until then, so the cache is bypassed meanwhile, never stale. It runs
+// query from the connection's statements (stmtcache.go).
 func (c *genConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	c.settle(false)
+	if cs := c.stmts.get(ctx, c, query); cs != nil {
+		rows, err := cs.st.QueryContext(ctx, args)
+		if err != nil {
+			return nil, err
+		}
+		cs.busy = true
+		return &cachedRows{Rows: rows, cs: cs}, nil
+	}
+	c.g.prepared.Add(1)
 	return c.sqliteConn.QueryContext(ctx, query, args)
 }
 
@@ -172,6 +190,7 @@ func (c *genConn) Ping(ctx context.Context) error {
 }
 
 func (c *genConn) Close() error {
+	c.stmts.close()
 	err := c.sqliteConn.Close()
 	c.settle(true)
 	return err
@@ -182,6 +201,7 @@ func (c *genConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *genConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	c.g.prepared.Add(1)
 	st, err := c.sqliteConn.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err

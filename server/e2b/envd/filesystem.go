@@ -102,10 +102,7 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 		}
 	}()
 	started := time.Now()
-	res, err := sess.Exec(ctx, api.ExecRequest{
-		Command: strings.Join(words, " ") + "\n" + script, Description: "e2b " + op,
-		Timeout: fileOpTimeout, MaxOutputBytes: limit,
-	})
+	res, err := sess.Exec(ctx, fileOpExec(op, strings.Join(words, " ")+"\n"+script, limit))
 	if err != nil {
 		return "", release, s.h.rpcError(ctx, err)
 	}
@@ -163,6 +160,23 @@ func moveError(src, dst string, code int, stderr string) error {
 		return renaming("invalid argument")
 	}
 	return scriptError("move", src, code, stderr)
+}
+
+// fileOpExec is the exec request of file operation op running command,
+// each of its streams cut at limit. A listing's is stopped there
+// (OnOutputLimit "stop": the sidecar kills the command's process group
+// once a stream passes limit), since a listing cut is refused whatever
+// follows: the walk of a directory far over the limit ends there, not at
+// its end or the timeout, whatever signal dispositions the sandbox's
+// commands start with. (A find with SIGPIPE ignored walked on when the
+// reader its output went through, head -c, stopped at the limit.) The
+// others change things, and run to their end.
+func fileOpExec(op, command string, limit int64) api.ExecRequest {
+	req := api.ExecRequest{Command: command, Description: "e2b " + op, Timeout: fileOpTimeout, MaxOutputBytes: limit}
+	if op == "ls" {
+		req.OnOutputLimit = api.OutputLimitStop
+	}
+	return req
 }
 
 // scriptError is the Connect error of a file script that exited with
@@ -296,8 +310,9 @@ const (
 		`exit "$s"`
 	listScript = missingCheck + notDirCheck +
 		`{ e=$(LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
-		// find stopped by a signal (SIGPIPE: the listing passed its
-		// limit, stopAt) ends it: the links' walk would go over it all again.
+		// find stopped by a signal ends it: the links' walk would go over
+		// it all again. (A listing past its limit is stopped whole, the
+		// script with it: fileOp.)
 		`[ "$s" -gt 128 ] && exit "$s"` + "\n" +
 		`{ printf '` + linkMark + `\0'; LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -type l -exec sh -c '` + linkLoop + `' sh {} +; } 2>/dev/null` + "\n" +
 		listVanished
@@ -325,18 +340,6 @@ const (
 	// there is already removed, so remove succeeds (rm -f), as E2B's does.
 	rmScript = `rm -rf -- "$1"`
 )
-
-// stopAt runs script with its stdout through head, which passes at most
-// limit+1 bytes: once the output passes limit (the sidecar then cuts it,
-// and a listing cut is refused whatever follows), head exits and the next
-// write of find, or of the script, ends it with SIGPIPE, instead of the
-// walk of a directory far over the limit running to its end, or to its
-// timeout. The script's exit status comes round head on fd 5.
-func stopAt(script string, limit int64) string {
-	return fmt.Sprintf("exec 4>&1\n"+
-		"s=$(exec 5>&1; { (\n%s\n) 4>&- 5>&-; echo $? >&5; } | head -c %d >&4 5>&-)\n"+
-		`exit "${s:-1}"`, script, limit+1)
-}
 
 // missingCheck ends the list script when $1 is not there: envd's ListDir
 // resolves the path's symlinks first (filepath.EvalSymlinks, dir.go's
@@ -408,7 +411,7 @@ func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[fil
 	p := absPath(req.Msg.GetPath())
 	depth := max(req.Msg.GetDepth(), 1)
 	depth = min(depth, maxListDepth)
-	out, release, err := s.fileOp(ctx, "ls", p, stopAt(listScript, maxListOutput), maxListOutput, map[string]any{"path": p, "depth": depth, "interface": "e2b"}, p, strconv.Itoa(int(depth)))
+	out, release, err := s.fileOp(ctx, "ls", p, listScript, maxListOutput, map[string]any{"path": p, "depth": depth, "interface": "e2b"}, p, strconv.Itoa(int(depth)))
 	defer untilAnswered(ctx, release) // the entries are parsed from out, and marshalled after the return
 	if err != nil {
 		return nil, err

@@ -63,6 +63,7 @@ func TestE2BHint(t *testing.T) {
 		{"name a directory; read a file with 'boxkite files view PATH'", "name a directory; read a file with `sbx.files.read(path)`"},
 		{"copy a directory with -r: 'boxkite files cp -r ID:PATH DST'", "list it with `sbx.files.list(path)` and read its files one by one"},
 		{"copy a file without -r: 'boxkite files cp ID:PATH DST'", ""},
+		{"name a file in it; list it with 'boxkite files ls DIR'; copy it whole with 'boxkite files cp -r ID:PATH DST'", ""},
 		// No command: as it is.
 		{"boxkite sandboxes reach no network: leave allowInternetAccess unset", "boxkite sandboxes reach no network: leave allowInternetAccess unset"},
 		{"name the file without a backslash, or read and write it with commands.run", "name the file without a backslash, or read and write it with commands.run"},

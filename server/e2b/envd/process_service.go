@@ -3,12 +3,15 @@ package envd
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -83,12 +86,17 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 		ireq.TTY, ireq.Term = true, env["TERM"]
 		ireq.Cols, ireq.Rows = cols, rows
 	}
+	if len(ireq.Query().Encode()) > maxQueryCommand {
+		if ireq.Command, err = commandFile(ctx, sess, ireq.Command); err != nil {
+			return s.h.rpcError(ctx, err)
+		}
+	}
 	relayCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	conn, err := sess.Interactive(relayCtx, ireq)
 	if err != nil {
 		cancel()
 		if cfg.Cwd != nil && *cfg.Cwd != "" {
-			err = askedError(err, absPath(*cfg.Cwd)) // a cwd that is no directory, named as asked
+			err = envdCwdError(askedError(err, absPath(*cfg.Cwd))) // a cwd that is no directory, named as asked
 		}
 		return s.h.rpcError(ctx, err)
 	}
@@ -117,6 +125,27 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 	return s.h.follow(ctx, req.Header(), ch, func(ev *process.ProcessEvent) error {
 		return stream.Send(&process.StartResponse{Event: ev})
 	})
+}
+
+// maxQueryCommand bounds the command the sidecar's interactive exec is
+// given in its query string (URL-encoded, within the sidecar's 64 KiB of
+// headers); a longer one is run from a file (commandFile).
+const maxQueryCommand = 32 << 10
+
+// commandFile writes command, too long for the sidecar's query string
+// (envd runs any its kernel takes: 128 KiB a word, bash -c's argument and
+// each variable), to a file in the sandbox's /tmp and returns the short
+// command that runs it in the sidecar's shell: the file removes itself,
+// then the command runs as it would have.
+func commandFile(ctx context.Context, sess Session, command string) (string, error) {
+	name := "/tmp/.e2b-command-" + rand.Text()
+	resp, err := sidecarOK(ctx, sess, http.MethodPut, "/files/raw", url.Values{"path": {name}},
+		strings.NewReader("rm -f "+name+"\n"+command+"\n"), http.Header{"Content-Type": {"application/octet-stream"}})
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	return ". " + name, nil
 }
 
 // Connect attaches to a running process: start with its pid, then its
@@ -232,6 +261,10 @@ func (s processService) Update(ctx context.Context, req *connect.Request[process
 	p, err := s.h.procs.get(sessionFrom(ctx).SandboxID(), req.Msg.GetProcess())
 	if err != nil {
 		return nil, err
+	}
+	if req.Msg.GetPty() != nil && !p.tty { // envd's: tty not assigned to process
+		return nil, connect.NewError(connect.CodeFailedPrecondition,
+			fmt.Errorf("process %d has no terminal to resize: only a pty.create's process has one", p.pid))
 	}
 	if size := req.Msg.GetPty().GetSize(); size != nil && p.tty {
 		cols, rows, err := ptySize(size)

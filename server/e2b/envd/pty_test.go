@@ -126,6 +126,14 @@ func TestInputToTheOtherStream(t *testing.T) {
 			_, err := s.CloseStdin(ctx, connect.NewRequest(&process.CloseStdinRequest{Process: sel(term)}))
 			return err
 		},
+		// pty.resize of a command's pid answered success and did nothing
+		"resize of a command": func() error {
+			_, err := s.Update(ctx, connect.NewRequest(&process.UpdateRequest{
+				Process: sel(cmd),
+				Pty:     &process.PTY{Size: &process.PTY_Size{Cols: 10, Rows: 10}},
+			}))
+			return err
+		},
 	} {
 		if err := call(); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 			t.Errorf("%s: %v, want failed_precondition", name, err)
