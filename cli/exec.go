@@ -160,16 +160,6 @@ func runExecBackground(ctx context.Context, app *App, opts execOptions, req api.
 	return nil
 }
 
-// execError is an exec's failure in sandbox id. The sandbox refuses a
-// --cwd that is not there as a bad request without a hint; it gets one.
-func execError(id, cwd string, err error) error {
-	err = fmt.Errorf("exec in sandbox %s: %w", id, err)
-	if e, ok := errors.AsType[*api.Error](err); ok && e.Code == api.CodeBadRequest && e.Hint == "" && cwd != "" {
-		return &hintError{err: err, hint: "--cwd must be a directory that exists (a relative one is under /workspace); make it first with: boxkite exec -- mkdir -p " + shellQuote(cwd)}
-	}
-	return err
-}
-
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // request validates the flags and builds the API request; stdin is added later.
@@ -269,7 +259,7 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 	if asJSON {
 		res, err := c.Exec(ctx, sb.ID, req)
 		if err != nil {
-			return execError(sb.ID, req.Cwd, err)
+			return fmt.Errorf("exec in sandbox %s: %w", sb.ID, err)
 		}
 		if err := opts.out.write(app.IO, res); err != nil {
 			return err
@@ -300,7 +290,7 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		// Our "error: …" line must not be glued to the command's last,
 		// unterminated line of stderr.
 		stderr.finishLine()
-		return execError(sb.ID, req.Cwd, err)
+		return fmt.Errorf("exec in sandbox %s: %w", sb.ID, err)
 	}
 	// A timed-out command's "error: the command timed out …" says what
 	// the sandbox's note says: once is enough.

@@ -221,21 +221,22 @@ func TestExecBinaryStdout(t *testing.T) {
 	}
 }
 
-// TestExecMissingCwdHint: the sandbox refuses a --cwd that is not there as
-// a bad request without a hint; exec adds one, as text and with --json.
-// Another bad request, or one without --cwd, keeps the sandbox's word.
+// TestExecMissingCwdHint: the sandbox refuses a --cwd that is not there
+// with a hint (sidecar/exec.go, for every surface); exec prints it, as
+// text and with --json. It once came without one, and exec added its own.
 func TestExecMissingCwdHint(t *testing.T) {
 	home := isolate(t)
+	const sidecarHint = "make the directory first (mkdir -p DIR in a command of its own), or give one that exists; a relative cwd starts at /workspace"
 	srv := fakeAPI(t, map[string]http.HandlerFunc{
 		"GET /v1/sandboxes": replyJSON(200, []api.Sandbox{{ID: "sb-1", Status: api.StatusActive}}),
 		"POST /v1/sandboxes/sb-1/exec": func(w http.ResponseWriter, r *http.Request) {
 			var req api.ExecRequest
 			json.NewDecoder(r.Body).Decode(&req)
-			replyJSON(400, api.ErrorEnvelope{Error: &api.Error{Code: api.CodeBadRequest, Message: "cwd does not exist: " + req.Cwd}})(w, r)
+			replyJSON(400, api.ErrorEnvelope{Error: &api.Error{Code: api.CodeBadRequest, Message: "cwd does not exist: " + req.Cwd, Hint: sidecarHint}})(w, r)
 		},
 	})
 	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
-	const hint = "hint: --cwd must be a directory that exists (a relative one is under /workspace); make it first with: boxkite exec -- mkdir -p 'my dir'\n"
+	const hint = "hint: " + sidecarHint + "\n"
 	for _, args := range [][]string{
 		{"exec", "--cwd", "my dir", "--", "true"},
 		{"exec", "--cwd", "my dir", "--json", "--", "true"},

@@ -156,7 +156,11 @@ func (x *copier) upload(ctx context.Context, src, dst string) error {
 			return localErr(err)
 		}
 		defer f.Close()
-		return x.uploadFile(ctx, f, fi.Size(), src, dst)
+		size := int64(-1) // unknown: a FIFO, a device
+		if fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		return x.uploadFile(ctx, f, size, src, dst)
 	}
 	if !x.recursive {
 		return usageErrorf("copy directories with -r", "%s is a directory", src)
@@ -178,7 +182,11 @@ func isContentsPath(p string) bool {
 
 func (x *copier) uploadFile(ctx context.Context, r io.Reader, size int64, src, dst string) error {
 	p := newTransferProgress(x.io, "uploading", size)
-	res, err := x.c.UploadFile(ctx, x.id, dst, p.reader(r))
+	declared := size // sent as Content-Length, for the server's free-space check
+	if declared == 0 {
+		declared = -1 // /proc's files say 0 and hold more: send what is there
+	}
+	res, err := x.c.UploadFileSized(ctx, x.id, dst, p.reader(r), declared)
 	p.done()
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %w", src, dst, err)

@@ -36,6 +36,45 @@ func (c *Client) UploadFile(ctx context.Context, id, path string, r io.Reader) (
 	return &res, nil
 }
 
+// UploadFileSized is UploadFile for a body of a known size: exactly size
+// bytes of r are sent, with Content-Length, so a server low on disk can
+// refuse the upload (507 insufficient_storage) before a byte of it is
+// written. r must hold size bytes; a negative size is UploadFile's
+// chunked upload.
+func (c *Client) UploadFileSized(ctx context.Context, id, path string, r io.Reader, size int64) (*api.FileWriteResult, error) {
+	var res api.FileWriteResult
+	if size >= 0 {
+		r = &sized{Reader: r, n: size}
+	}
+	if err := c.upload(ctx, http.MethodPut, "/v1/sandboxes/{id}/files/raw", id, path, r, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// sized is a body whose length upload declares. It sends at most n
+// bytes, and says so when the reader ends before n (a file that shrank
+// while it was read, or a sysfs file, whose size is a page).
+type sized struct {
+	io.Reader
+	n, read int64
+}
+
+func (s *sized) Read(p []byte) (int, error) {
+	if left := s.n - s.read; int64(len(p)) > left {
+		p = p[:left]
+	}
+	if len(p) == 0 {
+		return 0, io.EOF
+	}
+	n, err := s.Reader.Read(p)
+	s.read += int64(n)
+	if err == io.EOF && s.read < s.n {
+		err = fmt.Errorf("the body ended after %d of its %d bytes: it changed while it was read", s.read, s.n)
+	}
+	return n, err
+}
+
 // DownloadFile streams the file path of sandbox id (GET …/files/raw).
 func (c *Client) DownloadFile(ctx context.Context, id, path string) (*Download, error) {
 	return c.download(ctx, "/v1/sandboxes/{id}/files/raw", id, url.Values{"path": {path}})
@@ -68,11 +107,17 @@ func (c *Client) DownloadArchiveGzip(ctx context.Context, id, dir string) (*Down
 // resty reads an io.Reader body whole to be able to retry it.
 func (c *Client) upload(ctx context.Context, method, route, id, path string, r io.Reader, out any) error {
 	// Hide any Close method: net/http closes a body that has one, and the
-	// caller's reader is the caller's to close. The length is unknown, so
-	// the body goes chunked.
+	// caller's reader is the caller's to close. Unless the caller said how
+	// long it is (UploadFileSized), the body goes chunked.
 	req, err := c.rawRequest(ctx, method, route, id, url.Values{"path": {path}}, struct{ io.Reader }{r})
 	if err != nil {
 		return err
+	}
+	if s, ok := r.(*sized); ok {
+		req.ContentLength = s.n
+		if s.n == 0 {
+			req.Body = http.NoBody
+		}
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	resp, err := c.resty().GetClient().Do(req)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/servertest"
 )
 
@@ -28,7 +29,9 @@ func TestSecretNeverInSandbox(t *testing.T) {
 	}
 	logs := &syncBuffer{}
 	dbPath := filepath.Join(t.TempDir(), "boxkite.db")
-	s := servertest.New(t, servertest.WithSecrets(server.EgressPermitLoopbackForTests), servertest.WithDBPath(dbPath),
+	s := servertest.New(t, servertest.WithSecrets(secrets.Config{
+		PermitForTests: server.EgressPermitLoopbackForTests, DialForTests: tlsFrontDial, RootCAsForTests: tlsFrontRoots(),
+	}), servertest.WithDBPath(dbPath),
 		servertest.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	re := &realEnv{t: t, s: s}
 	up := newEchoServer(t)

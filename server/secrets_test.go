@@ -3,8 +3,10 @@ package server_test
 import (
 	"compress/gzip"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -48,6 +51,7 @@ func testSecrets(t testing.TB, st model.Store) *secrets.Service {
 	}
 	return secrets.New(st.(secrets.Store), secrets.Config{
 		Keyring: kr, PermitForTests: server.EgressPermitLoopbackForTests,
+		DialForTests: tlsFrontDial, RootCAsForTests: tlsFrontRoots(),
 		Resolver: fakeResolver{
 			"private.example.com": {netip.MustParseAddr("10.1.2.3")}, "nowhere.example.com": nil,
 			"self.example.com": {netip.MustParseAddr(testHostAddr)},
@@ -164,16 +168,88 @@ func TestSecretsUnavailable(t *testing.T) {
 	}
 }
 
+// The tests' HTTPS "remote host": one TLS server on 127.0.0.1, which the
+// tests' secrets services reach for 127.0.0.1:443 (tlsFrontDial) and
+// trust (tlsFrontRoots), since a request that carries a secret goes to
+// https on port 443 only. Each upstream is a path prefix of it, so the
+// URLs the tests send are https://127.0.0.1/up-N/….
+var tlsFront struct {
+	once   sync.Once
+	srv    *httptest.Server
+	mu     sync.Mutex
+	n      int
+	routes map[string]http.Handler
+}
+
+func startTLSFront() {
+	tlsFront.once.Do(func() {
+		tlsFront.routes = map[string]http.Handler{}
+		tlsFront.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			prefix, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+			tlsFront.mu.Lock()
+			h := tlsFront.routes[prefix]
+			tlsFront.mu.Unlock()
+			if h == nil {
+				http.NotFound(w, r)
+				return
+			}
+			http.StripPrefix("/"+prefix, h).ServeHTTP(w, r)
+		}))
+	})
+}
+
+// tlsFrontDial dials the TLS front for 127.0.0.1:443, another loopback
+// address as it is, and refuses the rest: no test reaches another host.
+func tlsFrontDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	startTLSFront()
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().IsLoopback() {
+		return nil, fmt.Errorf("the tests' broker dials loopback only, not %s", addr)
+	}
+	if addr == "127.0.0.1:443" {
+		addr = tlsFront.srv.Listener.Addr().String()
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// tlsFrontRoots trusts the TLS front's certificate (for 127.0.0.1).
+func tlsFrontRoots() *x509.CertPool {
+	startTLSFront()
+	pool := x509.NewCertPool()
+	pool.AddCert(tlsFront.srv.Certificate())
+	return pool
+}
+
+// upstream is a path prefix of the TLS front that h serves, until the
+// test ends; its URL is https://127.0.0.1/up-N.
+type upstream struct{ URL string }
+
+func newUpstream(t *testing.T, h http.Handler) upstream {
+	startTLSFront()
+	tlsFront.mu.Lock()
+	tlsFront.n++
+	prefix := fmt.Sprintf("up-%d", tlsFront.n)
+	tlsFront.routes[prefix] = h
+	tlsFront.mu.Unlock()
+	t.Cleanup(func() {
+		tlsFront.mu.Lock()
+		delete(tlsFront.routes, prefix)
+		tlsFront.mu.Unlock()
+	})
+	return upstream{URL: "https://127.0.0.1/" + prefix}
+}
+
 // echoServer records the requests it gets and echoes their headers.
 type echoServer struct {
-	*httptest.Server
+	upstream
 	mu   sync.Mutex
 	seen []*http.Request
 }
 
 func newEchoServer(t *testing.T) *echoServer {
 	es := &echoServer{}
-	es.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	es.upstream = newUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		es.mu.Lock()
 		es.seen = append(es.seen, r.Clone(context.Background()))
 		es.mu.Unlock()
@@ -184,7 +260,6 @@ func newEchoServer(t *testing.T) *echoServer {
 		}
 		fmt.Fprintf(w, "auth=%s query=%s", r.Header.Get("Authorization"), r.URL.RawQuery)
 	}))
-	t.Cleanup(es.Close)
 	return es
 }
 
@@ -292,6 +367,81 @@ func TestHTTPRequestBroker(t *testing.T) {
 		if strings.Contains(string(b), value) || strings.Contains(string(b), "other-value-1234") {
 			t.Errorf("%s holds a secret's value", f)
 		}
+	}
+}
+
+// TestSecretRequiresHTTPS: a request that carries a secret (in the URL,
+// a header or the body) goes to https on port 443 only, written or
+// implied; to plain http or another port it is refused with
+// secret_requires_https before anything leaves the server. A request
+// without a secret keeps its rules: to an allowed host, any port.
+func TestSecretRequiresHTTPS(t *testing.T) {
+	t.Parallel()
+	e, _ := newSecretsEnv(t)
+	up := newEchoServer(t)
+	plain := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "plain auth=%q", r.Header.Get("Authorization"))
+	}))
+	var plainHits atomic.Int32
+	plain.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			plainHits.Add(1)
+		}
+	}
+	plain.Start()
+	t.Cleanup(plain.Close)
+	const value = "https-only-value-31337"
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "TOK", Value: value, AllowedHosts: []string{"127.0.0.1", "::1"}})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"TOK"}})
+	call := func(req api.HTTPRequest) (*http.Response, []byte) {
+		return e.do("POST", sandboxPath(sb.ID, "/http-request"), e.KeyA, req)
+	}
+	inHeader := map[string]string{"Authorization": "Bearer {{secret:TOK}}"}
+	refused := []struct {
+		name, msg string
+		req       api.HTTPRequest
+	}{
+		{"http on the server's port, in a header", "http on port " + plain.URL[strings.LastIndex(plain.URL, ":")+1:], api.HTTPRequest{URL: plain.URL + "/x", Headers: inHeader}},
+		{"http, port implied, in the query", "http on port 80", api.HTTPRequest{URL: "http://127.0.0.1/?k={{secret:TOK}}"}},
+		{"http on 443, in the body", "http on port 443", api.HTTPRequest{Method: "POST", URL: "http://127.0.0.1:443/", Body: "{{secret:TOK}}"}},
+		{"https on another port", "https on port 8443", api.HTTPRequest{URL: "https://127.0.0.1:8443/", Headers: inHeader}},
+		{"https on the server's port", "https on port " + plain.URL[strings.LastIndex(plain.URL, ":")+1:], api.HTTPRequest{URL: "https" + strings.TrimPrefix(plain.URL, "http") + "/", Headers: inHeader}},
+		{"IPv6 http", "http on port 80", api.HTTPRequest{URL: "http://[::1]/", Headers: inHeader}},
+	}
+	for _, tt := range refused {
+		resp, body := call(tt.req)
+		wantError(t, resp, body, http.StatusForbidden, api.CodeSecretRequiresHTTPS)
+		var env struct {
+			Error api.Error `json:"error"`
+		}
+		mustUnmarshal(t, body, &env)
+		if !strings.Contains(env.Error.Message, tt.msg) || !strings.Contains(env.Error.Hint, "https://") || strings.Contains(string(body), value) {
+			t.Errorf("%s: message %q, hint %q; want the message to name %q and the hint an https URL", tt.name, env.Error.Message, env.Error.Hint, tt.msg)
+		}
+	}
+	if n := plainHits.Load(); n != 0 || len(up.requests()) != 0 {
+		t.Fatalf("refused requests left the server: %d connections to the plain server, %d requests to the TLS one", n, len(up.requests()))
+	}
+
+	// https on port 443, implied or written: sent.
+	for _, u := range []string{up.URL + "/implied?k={{secret:TOK}}", strings.Replace(up.URL, "127.0.0.1", "127.0.0.1:443", 1) + "/explicit", "HTTPS://127.0.0.1/" + strings.TrimPrefix(up.URL, "https://127.0.0.1/") + "/upper"} {
+		resp, body := call(api.HTTPRequest{URL: u, Headers: inHeader})
+		var got api.HTTPResponse
+		mustUnmarshal(t, body, &got)
+		if resp.StatusCode != 200 || got.StatusCode != 200 {
+			t.Errorf("%s: %d %s", u, resp.StatusCode, body)
+		}
+	}
+	if reqs := up.requests(); len(reqs) != 3 || reqs[0].Header.Get("Authorization") != "Bearer "+value {
+		t.Errorf("the https destination got %d requests: %v", len(reqs), reqs)
+	}
+
+	// Without a secret: today's rules, plain http to any port of an allowed host.
+	resp, body := call(api.HTTPRequest{URL: plain.URL + "/open"})
+	var got api.HTTPResponse
+	mustUnmarshal(t, body, &got)
+	if resp.StatusCode != 200 || got.Body != `plain auth=""` {
+		t.Errorf("a request without a secret over http: %d %s", resp.StatusCode, body)
 	}
 }
 
@@ -451,7 +601,7 @@ func TestHTTPRequestEchoes(t *testing.T) {
 	e, _ := newSecretsEnv(t)
 	const value = `v@l/u+e=&"<>\ü-77431`
 	var got []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := newUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k := r.Header.Get("X-Api-Key")
 		got = append(got, k)
 		switch r.URL.Path {
@@ -464,7 +614,6 @@ func TestHTTPRequestEchoes(t *testing.T) {
 			fmt.Fprint(w, strings.Repeat("x", api.MaxHTTPResponseBody-5)+k)
 		}
 	}))
-	t.Cleanup(up.Close)
 	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "ODD", Value: value, AllowedHosts: []string{"127.0.0.1"}})
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"ODD"}})
 	for _, tt := range []struct {

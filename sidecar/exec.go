@@ -127,18 +127,11 @@ func (h *Handler) execSpec(req execRequest) (execSpec, error) {
 		return spec, err
 	}
 	if req.Cwd != "" {
-		dir, err := h.resolve(req.Cwd)
+		dir, err := h.workDir(req.Cwd)
 		if err != nil {
 			return spec, err
 		}
-		// Checked here because a failed chdir in the child reads as
-		// "fork/exec /bin/sh: no such file or directory", blaming the shell.
-		if !dir.exists {
-			return spec, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd does not exist: %s", req.Cwd)
-		} else if !dir.dir {
-			return spec, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd is not a directory: %s", req.Cwd)
-		}
-		spec.dir = dir.host
+		spec.dir = dir
 	}
 	env, err := commandEnv(h.env, req.Env)
 	if err != nil {
@@ -146,6 +139,28 @@ func (h *Handler) execSpec(req execRequest) (execSpec, error) {
 	}
 	spec.env = env
 	return spec, nil
+}
+
+// missingCwdHint is what a caller does about a cwd that is not there:
+// every surface (the SDKs, the tools, the E2B API) gets it, not only the CLI.
+const missingCwdHint = "make the directory first (mkdir -p DIR in a command of its own), or give one that exists; a relative cwd starts at /workspace"
+
+// workDir is the host directory a command asked to start in cwd runs in.
+// A cwd that is not a directory is refused here because a failed chdir in
+// the child reads as "fork/exec /bin/sh: no such file or directory",
+// blaming the shell.
+func (h *Handler) workDir(cwd string) (string, error) {
+	dir, err := h.resolve(cwd)
+	switch {
+	case err != nil:
+		return "", err
+	case !dir.exists:
+		return "", api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd does not exist: %s", cwd).WithHint(missingCwdHint)
+	case !dir.dir:
+		return "", api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd is not a directory: %s", cwd).
+			WithHint("give a directory, not a file; a relative cwd starts at /workspace")
+	}
+	return dir.host, nil
 }
 
 // outputLimit validates max_output_bytes and on_output_limit into spec.

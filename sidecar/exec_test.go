@@ -597,3 +597,38 @@ func stopped(o api.ExecOutputInfo, reason string) api.ExecOutputInfo {
 	o.StopReason = reason
 	return o
 }
+
+// TestCwdRefusalHints: a cwd that is not there, or is a file, was refused
+// with no hint, so only the CLI (which adds its own) said what to do; and
+// an interactive exec (the E2B API's commands.run) called a missing cwd
+// "not a directory". Both execs now say which it is, with a hint.
+func TestCwdRefusalHints(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := newServer(t, Options{Token: testToken, Workspace: ws})
+	h := New(Options{Workspace: ws, Log: slog.New(slog.DiscardHandler)})
+	for _, tt := range []struct {
+		cwd  string
+		want *api.Error
+	}{
+		{"nope", &api.Error{Code: api.CodeBadRequest, Message: "cwd does not exist: nope", Hint: missingCwdHint}},
+		{"a/b", &api.Error{Code: api.CodeBadRequest, Message: "cwd does not exist: a/b", Hint: missingCwdHint}},
+		{"file", &api.Error{Code: api.CodeBadRequest, Message: "cwd is not a directory: file", Hint: "give a directory, not a file; a relative cwd starts at /workspace"}},
+	} {
+		body, _ := json.Marshal(api.ExecRequest{Command: "pwd", Cwd: tt.cwd})
+		status, got := call(t, http.MethodPost, srv.URL+"/exec", authed, string(body))
+		if status != http.StatusBadRequest {
+			t.Errorf("POST /exec cwd %q = %d %s, want 400", tt.cwd, status, got)
+		}
+		if diff := cmp.Diff(tt.want, decodeError(t, got), cmpopts.IgnoreFields(api.Error{}, "Status", "RequestID")); diff != "" {
+			t.Errorf("POST /exec cwd %q (-want +got):\n%s", tt.cwd, diff)
+		}
+		_, err := h.interactiveCmd(api.InteractiveRequest{Command: "pwd", Cwd: tt.cwd})
+		if diff := cmp.Diff(tt.want, err, cmpopts.IgnoreFields(api.Error{}, "Status", "RequestID")); diff != "" {
+			t.Errorf("interactive cwd %q (-want +got):\n%s", tt.cwd, diff)
+		}
+	}
+}

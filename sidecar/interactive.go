@@ -49,14 +49,11 @@ func (h *Handler) interactiveCmd(req api.InteractiveRequest) (*exec.Cmd, error) 
 	}
 	cmd.Dir = h.workspace
 	if req.Cwd != "" {
-		dir, err := h.resolve(req.Cwd)
+		dir, err := h.workDir(req.Cwd)
 		if err != nil {
 			return nil, err
 		}
-		if !dir.dir {
-			return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd is not a directory: %s", req.Cwd)
-		}
-		cmd.Dir = dir.host
+		cmd.Dir = dir
 	}
 	cmd.Env = slices.Clip(h.env)
 	if req.TTY {

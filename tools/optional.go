@@ -61,7 +61,7 @@ func httpRequestTool() Tool {
 		Name: "http_request",
 		Description: "Make an HTTP request from the boxkite server (not the sandbox) and return the status, headers and body. " +
 			"Write {{secret:NAME}} in the URL's path or query, a header value or the body where a secret's value goes: " +
-			"the server fills it in, so you never see it, and only sends it to the hosts that secret allows. " +
+			"the server fills it in, so you never see it, and only sends it over https (port 443) to the hosts that secret allows. " +
 			"Echoes of a secret in the answer read [REDACTED_SECRET:NAME].",
 		Schema: object(
 			strParam("method", "The HTTP method, e.g. GET or POST.").req(),

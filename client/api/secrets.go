@@ -28,6 +28,10 @@ const (
 	// has, when it uses none), or it resolves to an address the broker
 	// never reaches.
 	CodeDestinationNotAllowed = "destination_not_allowed"
+	// CodeSecretRequiresHTTPS (403): an http_request that uses a secret is
+	// not to an https URL on port 443, the only way a secret leaves the
+	// server (a request without a secret is not held to it).
+	CodeSecretRequiresHTTPS = "secret_requires_https"
 	// CodeSecretsUnavailable (503): the server was started without a
 	// secrets key (--secrets-key-file), so it keeps no secrets.
 	CodeSecretsUnavailable = "secrets_unavailable"

@@ -446,3 +446,12 @@ func runSpawner(args []string) error {
 	}
 	return jail.ServeSpawner(strings.Join(args, ""))
 }
+
+// runSkeletonProc mounts the spawner's skeleton proc: the helper runs it
+// as the only process of a new PID namespace (jail.ServeSkeletonProc).
+func runSkeletonProc(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: boxkite-sidecar skeleton-proc DIR")
+	}
+	return jail.ServeSkeletonProc(args[0])
+}

@@ -8,6 +8,7 @@
 //	boxkite-sidecar serve --listen unix:PATH      # token on --token-fd or $BOXKITE_SIDECAR_TOKEN_FILE
 //	boxkite-sidecar sftp-server DIR                # SFTP on stdin/stdout, started by the sidecar as the sandbox user
 //	boxkite-sidecar spawner                       # clones jails for the local driver; its socket on fd 3
+//	boxkite-sidecar skeleton-proc DIR             # mounts an empty proc on DIR for the spawner's skeleton root
 //	boxkite-sidecar version
 package main
 
@@ -34,8 +35,12 @@ func run(args []string) int {
 	}
 	var err error
 	nameProcess()
-	if args[0] != "init" {
-		runtime.UnlockOSThread() // locked for init only (init_linux.go)
+	// Locked for init (init_linux.go) and the spawner: the spawner's
+	// helper moves threads of its own into the skeleton's namespace
+	// (jail.ServeSpawner), and the main thread, which never ends, must
+	// not be one of them.
+	if args[0] != "init" && args[0] != "spawner" {
+		runtime.UnlockOSThread()
 	}
 	switch args[0] {
 	case "init":
@@ -54,6 +59,8 @@ func run(args []string) int {
 		err = sidecar.ServeSFTPStdio(args[1])
 	case "spawner":
 		err = runSpawner(args[1:])
+	case "skeleton-proc":
+		err = runSkeletonProc(args[1:])
 	case "version":
 		fmt.Println(buildVersion())
 		return 0

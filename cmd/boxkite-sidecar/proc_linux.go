@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -39,7 +39,13 @@ func noDump() error {
 }
 
 // nameProcess sets the name ps shows. The jail executes this binary through
-// /proc/self/fd/N and /proc/self/exe, which would name it "4" or "exe".
+// its descriptor (execveat, or /proc/self/fd/N) and /proc/self/exe, which
+// would name it after the file (the huge-page copy's hash), "4" or "exe".
+// With prctl, not /proc/self/comm: a Spawner's jail starts where /proc
+// shows no process (sidecar/jail/skeleton_linux.go). It names the calling
+// thread, which is the main one: run calls it while the main goroutine is
+// still locked there (init_linux.go).
 func nameProcess() {
-	_ = os.WriteFile("/proc/self/comm", []byte("boxkite-sidecar"), 0)
+	name := []byte("boxkite-sidecar\x00")
+	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
 }

@@ -345,7 +345,11 @@ func (d *Driver) sandboxTasks(ctx context.Context) (tasks, sandboxes int64) {
 		p.files = map[pidsKey]pidsFile{}
 	}
 	p.gen++
-	for i, parent := range []string{d.sandboxesDir(), d.poolDir()} {
+	parents := []string{d.sandboxesDir(), d.poolDir()}
+	if d.moved.root != "" {
+		parents = append(parents, d.moved.root) // sandboxes an earlier start left there (cow.go)
+	}
+	for i, parent := range parents {
 		var err error
 		if p.names, p.buf, err = readDirNames(parent, p.names[:0], p.buf); err != nil {
 			continue // no sandboxes (or pool) yet

@@ -62,6 +62,7 @@ func Cleanup(ctx context.Context, cfg Config) ([]Leftover, error) {
 	if ok, _ := loopdisk.IsMountPoint(filepath.Join(cfg.StateDir, cowMount)); ok {
 		d.data = filepath.Join(cfg.StateDir, cowMount)
 	}
+	d.findMoved()
 	if exists(filepath.Join(d.data, "images")) || exists(d.volumesDir()) {
 		d.images = loopdisk.NewImages(filepath.Join(d.data, "images"), nil)
 		d.storage = StorageLoop
@@ -150,6 +151,9 @@ func stateDirTag(stateDir string) string {
 func (d *Driver) leftovers() []Leftover {
 	var out []Leftover
 	dirs := []string{d.sandboxesDir(), d.poolDir()}
+	if root := d.otherRoot(); root != "" {
+		dirs = append(dirs, filepath.Join(root, "sandboxes"), filepath.Join(root, "pool"))
+	}
 	for _, parent := range dirs {
 		entries, _ := os.ReadDir(parent)
 		for _, e := range entries {

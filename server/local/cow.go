@@ -3,13 +3,17 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/server/local/loopdisk"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 // The clone pool (issue 22, docs/snapshots.md). Sandbox disks are ext4
@@ -47,8 +51,17 @@ func (d *Driver) clonesAvailable() string {
 }
 
 // chooseClones settles Config.Clones and, for the pool, mounts it: d.data
-// becomes its mount point.
+// becomes its mount point. Either way it then finds the sandboxes an
+// earlier start left in the other root (findMoved).
 func (d *Driver) chooseClones() error {
+	if err := d.mountClones(); err != nil {
+		return err
+	}
+	d.findMoved()
+	return nil
+}
+
+func (d *Driver) mountClones() error {
 	d.data = d.cfg.StateDir
 	switch d.cfg.Clones {
 	case ClonesOff:
@@ -88,6 +101,114 @@ func (d *Driver) chooseClones() error {
 	}
 	d.data = mnt
 	return nil
+}
+
+// Where a sandbox lives does not depend on whether this start mounted the
+// clone pool. An earlier start that could not mount it (or ran with
+// Clones off) put its sandboxes in StateDir/sandboxes; one that did, in
+// StateDir/cow/sandboxes. A server killed with -9 leaves its jails
+// running and, if it had the pool, the pool mounted; the next start, with
+// or without the pool, must still find, adopt, resume and delete them.
+// So New looks in both roots: new sandboxes go to d.data, and those of
+// the other root are recorded in d.moved and found there by sandboxDir,
+// List and clearPool for as long as they live. Looking on disk rather
+// than recording each sandbox's root in the store keeps the driver the
+// only one that knows its layout, and needs nothing of a server killed
+// before it could write a row. A pool image that exists but cannot be
+// mounted hides its sandboxes until a start mounts it; the server then
+// sees a running sandbox there as lost, as before.
+
+// otherRoot is the root of sandboxes/ and pool/ this start does not use:
+// StateDir when the pool is mounted at d.data, the pool's mount point
+// when it is mounted (by an earlier server) and d.data is StateDir, else
+// "".
+func (d *Driver) otherRoot() string {
+	if d.data != d.cfg.StateDir {
+		return d.cfg.StateDir
+	}
+	mnt := filepath.Join(d.cfg.StateDir, cowMount)
+	if ok, _ := loopdisk.IsMountPoint(mnt); ok {
+		return mnt
+	}
+	return ""
+}
+
+// movedSandboxes are the sandboxes of the other root, by id.
+type movedSandboxes struct {
+	mu   sync.Mutex
+	dirs map[string]string
+	root string // the other root's sandboxes/, or ""
+}
+
+// findMoved records the sandboxes of the other root.
+func (d *Driver) findMoved() {
+	root := d.otherRoot()
+	if root == "" {
+		return
+	}
+	d.moved.root = filepath.Join(root, "sandboxes")
+	entries, _ := os.ReadDir(d.moved.root)
+	for _, e := range entries {
+		if !e.IsDir() || !validID.MatchString(e.Name()) {
+			continue
+		}
+		if exists(filepath.Join(d.sandboxesDir(), e.Name())) {
+			// In both (never made by the driver): this start's own wins.
+			d.log.Warn("a sandbox directory is in both state roots: the other one is ignored", "sandbox", e.Name(), "ignored", filepath.Join(d.moved.root, e.Name()))
+			continue
+		}
+		if d.moved.dirs == nil {
+			d.moved.dirs = map[string]string{}
+		}
+		d.moved.dirs[e.Name()] = filepath.Join(d.moved.root, e.Name())
+		d.log.Info("found a sandbox an earlier start left outside this start's state root", "sandbox", e.Name(), "dir", d.moved.dirs[e.Name()])
+	}
+}
+
+// dir returns the directory of moved sandbox id, or "".
+func (m *movedSandboxes) dir(id string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.dirs[id]
+}
+
+// appendIDs appends the ids of the moved sandboxes whose directories
+// remain.
+func (m *movedSandboxes) appendIDs(ids []string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(ids)
+	for id, dir := range m.dirs {
+		if exists(dir) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids[n:])
+	return ids
+}
+
+// removeOrphanCgroup kills and removes sandbox id's cgroups when no
+// state file of it is in reach: a jail whose directory is in a pool this
+// start could not mount, or one a crash left before its state file. Lost
+// or deleted, nothing of it is left running.
+func (d *Driver) removeOrphanCgroup(ctx context.Context, id string) error {
+	if d.cgroups == nil {
+		return nil
+	}
+	var cg jail.Cgroup
+	for _, p := range d.cgroups.Parents() {
+		if dir := filepath.Join(p, d.cgroupName(id)); exists(dir) {
+			cg.Dirs = append(cg.Dirs, dir)
+		}
+	}
+	if len(cg.Dirs) == 0 {
+		return nil
+	}
+	procs, _ := cg.Procs()
+	if len(procs) > 0 {
+		d.log.Warn("stopping a sandbox's processes whose state file is out of reach", "sandbox", id, "cgroup", cg.Dirs[0], "processes", len(procs))
+	}
+	return cg.Remove(ctx)
 }
 
 // hasSandboxes reports whether dir holds any sandbox directory.

@@ -29,7 +29,8 @@
 // images/ live in StateDir/cow, a loop-mounted XFS with reflinks backed by
 // StateDir/cow.img, with snapshots/ beside them (snapshot.go); disks,
 // snapshots and forks are then FICLONE copies. Paths below say StateDir
-// for either.
+// for either. A start finds the sandboxes an earlier one left in the
+// other of the two (with or without the pool) and keeps them there.
 //
 // StateDir/images holds one formatted template image per quota size, copied
 // (its few MiB of metadata) for each new disk; the images, loop devices,

@@ -148,6 +148,8 @@ type Driver struct {
 	storage string           // StorageLoop or StorageTmpfs
 	images  *loopdisk.Images // loop only
 	data    string           // holds sandboxes/, pool/, images/, snapshots/: StateDir, or the clone pool (cow.go)
+	// moved: sandboxes an earlier start left in the other root (cow.go).
+	moved movedSandboxes
 
 	mu       sync.Mutex
 	children map[string]<-chan struct{} // jails this process started, closed once reaped
@@ -338,8 +340,16 @@ func findSidecar(path string) (string, error) {
 	return filepath.Abs(p)
 }
 
-func (d *Driver) sandboxesDir() string        { return filepath.Join(d.data, "sandboxes") }
-func (d *Driver) sandboxDir(id string) string { return filepath.Join(d.sandboxesDir(), id) }
+func (d *Driver) sandboxesDir() string { return filepath.Join(d.data, "sandboxes") }
+
+// sandboxDir is sandbox id's directory: in this start's root, or in the
+// other one for a sandbox an earlier start left there (cow.go).
+func (d *Driver) sandboxDir(id string) string {
+	if dir := d.moved.dir(id); dir != "" {
+		return dir
+	}
+	return filepath.Join(d.sandboxesDir(), id)
+}
 
 // validID keeps an id safe as a single path element.
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
@@ -682,7 +692,11 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	st, err := readState(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		// Never started, or half removed: just the files.
+		// Never started, or half removed: just the files, and a jail
+		// whose state this start cannot see (cow.go).
+		if err := d.removeOrphanCgroup(ctx, id); err != nil {
+			return fmt.Errorf("delete sandbox %s: %w", id, err)
+		}
 	case err != nil:
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	default:
@@ -754,13 +768,17 @@ func (d *Driver) List(ctx context.Context) ([]model.Observed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
-	var out []model.Observed
+	var ids []string
 	for _, e := range entries {
-		if !e.IsDir() || !validID.MatchString(e.Name()) {
-			continue
+		if e.IsDir() && validID.MatchString(e.Name()) {
+			ids = append(ids, e.Name())
 		}
-		o := model.Observed{ID: e.Name()}
-		if st, err := readState(d.sandboxDir(e.Name())); err == nil {
+	}
+	ids = d.moved.appendIDs(ids)
+	var out []model.Observed
+	for _, id := range ids {
+		o := model.Observed{ID: id}
+		if st, err := readState(d.sandboxDir(id)); err == nil {
 			o.Endpoint = model.Endpoint{Network: "unix", Address: st.Socket, Token: st.Token}
 			o.Alive = alive(st)
 		}

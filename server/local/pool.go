@@ -95,18 +95,23 @@ func (d *Driver) startPool() error {
 	return nil
 }
 
-// clearPool deletes every member in the pool directory.
+// clearPool deletes every member in the pool directory, and in the
+// other root's (cow.go), where an earlier start may have left some.
 func (d *Driver) clearPool(ctx context.Context) error {
+	var errs []error
 	entries, err := os.ReadDir(d.poolDir())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	var errs []error
 	for _, e := range entries {
 		errs = append(errs, d.removeMember(ctx, e.Name()))
+	}
+	if root := d.otherRoot(); root != "" {
+		dir := filepath.Join(root, "pool")
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			errs = append(errs, d.remove(ctx, e.Name(), filepath.Join(dir, e.Name())))
+		}
 	}
 	return errors.Join(errs...)
 }

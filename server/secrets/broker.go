@@ -51,7 +51,8 @@ func references(s string) []string {
 
 // Do makes req on behalf of the account's sandbox: every {{secret:NAME}}
 // in the URL, a header value or the body is replaced by the value of
-// secret NAME, which the sandbox must have been granted; the destination
+// secret NAME, which the sandbox must have been granted; a request that
+// uses a secret must be to an https URL on port 443; the destination
 // must be one of the allowed hosts of every secret used (of one of the
 // sandbox's secrets when it uses none) and resolve to public addresses
 // only; the connection goes to the address checked, redirects are not
@@ -77,6 +78,11 @@ func (s *Service) Do(ctx context.Context, accountID, sandboxID string, req api.H
 		return nil, use, err
 	}
 	use.Secrets = names
+	if len(names) > 0 {
+		if err := httpsOnly(tmpl); err != nil {
+			return nil, use, err
+		}
+	}
 	if !slices.Contains(hosts, use.Host) {
 		return nil, use, notAllowed(fmt.Sprintf("%s is not an allowed host of the secrets this request uses", use.Host),
 			"add the host to the secret's allowed_hosts (`boxkite secrets set NAME --allowed-host HOST`)")
@@ -208,6 +214,25 @@ func checkRequest(req *api.HTTPRequest) (*url.URL, time.Duration, error) {
 	return u, time.Duration(req.Timeout) * time.Second, nil
 }
 
+// httpsOnly refuses a URL a secret may not be sent to: one that is not
+// https on port 443 (written or implied). A secret travels encrypted, and
+// only to its hosts' HTTPS service, never to another port they open.
+func httpsOnly(u *url.URL) error {
+	port := u.Port()
+	if u.Scheme == "https" && (port == "" || port == "443") {
+		return nil
+	}
+	if port == "" {
+		port = "80"
+	}
+	host := u.Hostname()
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return api.Errorf(http.StatusForbidden, api.CodeSecretRequiresHTTPS, "a secret is sent only over https to port 443, and this URL is %s on port %s", u.Scheme, port).
+		WithHint("send it to https://" + host + "/… (port 443), or drop {{secret:NAME}} from the request")
+}
+
 // secretsFor loads the secrets names refers to, each granted to the
 // sandbox, and returns them with the hosts a request may go to: those all
 // of them allow, or, when names is empty, those any of the sandbox's
@@ -269,7 +294,12 @@ func buildRequest(ctx context.Context, req api.HTTPRequest, values map[string]st
 	// Only the path and query may hold a secret: substitute there, so a
 	// value with URL syntax in it cannot change the host.
 	u, _ := url.Parse(req.URL) // checked by checkRequest
-	raw := u.Scheme + "://" + u.Host + sub(strings.TrimPrefix(req.URL, u.Scheme+"://"+u.Host))
+	// (The scheme as written may be in capitals: url.Parse lowered it.)
+	origin, rest := u.Scheme+"://"+u.Host, req.URL
+	if len(rest) >= len(origin) && strings.EqualFold(rest[:len(origin)], origin) {
+		rest = rest[len(origin):]
+	}
+	raw := origin + sub(rest)
 	hreq, err := http.NewRequestWithContext(ctx, req.Method, raw, body)
 	if err != nil {
 		return nil, api.Invalid("url", "url is not valid once its secrets are filled in", "")
@@ -310,7 +340,7 @@ func (s *Service) client(addrs []netip.Addr, u *url.URL) *http.Client {
 			}
 			return nil, errors.Join(errs...)
 		},
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: s.roots},
 		DisableKeepAlives:     true,
 		ResponseHeaderTimeout: 0,
 	}

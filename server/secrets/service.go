@@ -3,6 +3,7 @@ package secrets
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -33,6 +34,13 @@ type Config struct {
 	// from the forbidden ranges, so tests can reach a server on 127.0.0.1.
 	// Never set it outside tests.
 	PermitForTests func(netip.Addr) bool
+	// DialForTests, when set, makes the broker's connections (to a checked
+	// address and the URL's port) instead of the system dialer, and
+	// RootCAsForTests is the pool it verifies TLS with instead of the
+	// system's: tests reach an HTTPS server on 127.0.0.1 as if it served
+	// port 443. Never set them outside tests.
+	DialForTests    func(ctx context.Context, network, addr string) (net.Conn, error)
+	RootCAsForTests *x509.CertPool
 	// LocalAddrs lists this host's own addresses, which the broker never
 	// sends to (a public one reaches, from the host, what it binds to
 	// every address); nil means egress.InterfaceAddrs.
@@ -57,6 +65,7 @@ type Service struct {
 	log      *slog.Logger
 	now      func() time.Time
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	roots    *x509.CertPool // nil: the system's
 }
 
 // Keyring is the server's keyring, for other subsystems' values at rest
@@ -94,7 +103,10 @@ func New(store Store, cfg Config) *Service {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+	s.dial, s.roots = cfg.DialForTests, cfg.RootCAsForTests
+	if s.dial == nil {
+		s.dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+	}
 	return s
 }
 

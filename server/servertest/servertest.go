@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,7 +45,7 @@ type Server struct {
 	imageDir  string // from WithImages
 	imageOpts []images.Option
 	secrets   *secrets.Keyring // from WithSecrets; nil means none
-	permit    func(netip.Addr) bool
+	reach     secrets.Config   // from WithSecrets: its hooks for tests
 }
 
 // Option changes how New builds the server.
@@ -61,15 +60,21 @@ type options struct {
 	imageDir  string
 	imageOpts []images.Option
 	secrets   bool
-	permit    func(netip.Addr) bool
+	reach     secrets.Config
 }
 
 // WithSecrets gives the server a secrets broker (server/secrets) with a
-// fresh key, kept across Restart; permit (tests only) lets its requests
-// reach the addresses it returns true for, such as a test's own server
-// on 127.0.0.1 (server.EgressPermitLoopbackForTests).
-func WithSecrets(permit func(netip.Addr) bool) Option {
-	return func(o *options) { o.secrets, o.permit = true, permit }
+// fresh key, kept across Restart. Of reach only the hooks for tests are
+// used (PermitForTests, DialForTests, RootCAsForTests, Resolver): they let
+// its requests reach a test's own HTTPS server on 127.0.0.1.
+func WithSecrets(reach secrets.Config) Option {
+	return func(o *options) {
+		o.secrets = true
+		o.reach = secrets.Config{
+			PermitForTests: reach.PermitForTests, DialForTests: reach.DialForTests,
+			RootCAsForTests: reach.RootCAsForTests, Resolver: reach.Resolver,
+		}
+	}
 }
 
 // WithImages keeps sandbox images under dir, their records in the
@@ -145,7 +150,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		imageDir:  o.imageDir,
 		imageOpts: o.imageOpts,
 		dsn:       dsn,
-		permit:    o.permit,
+		reach:     o.reach,
 	}
 	if o.secrets {
 		kr, err := secrets.ParseKeyring(secrets.NewKey())
@@ -191,7 +196,9 @@ func (s *Server) start(t testing.TB) {
 		cfg.Images = imgs
 	}
 	if s.secrets != nil {
-		cfg.Secrets = secrets.New(st, secrets.Config{Keyring: s.secrets, PermitForTests: s.permit, Log: s.log})
+		sc := s.reach
+		sc.Keyring, sc.Log = s.secrets, s.log
+		cfg.Secrets = secrets.New(st, sc)
 	}
 	srv, err := server.New(cfg, st, s.Driver, s.log)
 	if err != nil {

@@ -1,6 +1,7 @@
 // Package jail builds the sandbox around boxkite-sidecar on Linux: user,
 // mount, PID, network, IPC, UTS and cgroup namespaces, a read-only root with
-// writable /workspace and /tmp, masked /proc files, pivot_root, lowered
+// writable /workspace and /tmp, masked /proc files, pivot_root (or, for a
+// Spawner's jails, MS_MOVE and chroot over its skeleton root), lowered
 // rlimits, a minimal capability set, no_new_privs and a seccomp filter. Its
 // Cgroups type makes the per-sandbox cgroups (v2, or v1 controllers) the
 // driver places the jail's init in before it runs. Start is the driver's

@@ -40,6 +40,11 @@ func ELFDeps(path string) (interp string, libs []string, err error) {
 		return "", nil, err
 	}
 	defer f.Close()
+	return elfDeps(f)
+}
+
+// elfDeps is ELFDeps of the open file f.
+func elfDeps(f *os.File) (interp string, libs []string, err error) {
 	r := elfReader{f}
 	var h [64]byte
 	if err := r.read(h[:], 0); err != nil {

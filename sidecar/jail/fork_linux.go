@@ -47,8 +47,13 @@ import (
 // jailFork is what the child needs, made before the fork: the child may
 // not allocate.
 type jailFork struct {
-	flags      uintptr
-	path, dir  *byte
+	flags     uintptr
+	path, dir *byte
+	// execFD: path is /proc/self/fd/N, the child's N after the shuffle,
+	// executed with execveat: a skeleton's proc has no self (see
+	// skeleton_linux.go). -1 for any other path.
+	execFD     int
+	empty      [1]byte // execveat's empty path
 	argv, envv []*byte // nil-terminated
 	fds        []int   // the child's 0, 1, 2, ...; moved in place by the child
 	nextFD     int     // above every fd in fds
@@ -264,6 +269,10 @@ func newJailFork(path string, argv, env []string, dir string, files []int, attr 
 		fds:    append([]int(nil), files...),
 		capHdr: unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3},
 	}
+	a.execFD = -1
+	if fd, ok := procFDPath(path); ok && fd < len(files) {
+		a.execFD = fd
+	}
 	var err error
 	if a.path, err = syscall.BytePtrFromString(path); err != nil {
 		return nil, err
@@ -347,7 +356,7 @@ func formatIDMap(m []syscall.SysProcIDMap) []byte {
 // writeIDMaps writes the child's uid map, setgroups and gid map, in
 // syscall's order, each with one write as the kernel requires.
 func writeIDMaps(pid int, uidMap []byte, setgroups string, gidMap []byte) error {
-	proc := "/proc/" + strconv.Itoa(pid) + "/"
+	proc := strconv.Itoa(pid) + "/"
 	if err := writeProcFile(proc+"uid_map", uidMap); err != nil {
 		return err
 	}
@@ -357,8 +366,9 @@ func writeIDMaps(pid int, uidMap []byte, setgroups string, gidMap []byte) error 
 	return writeProcFile(proc+"gid_map", gidMap)
 }
 
-func writeProcFile(path string, b []byte) error {
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+// writeProcFile writes b to name below the host's /proc (openProc).
+func writeProcFile(name string, b []byte) error {
+	fd, err := openProc(name, unix.O_RDWR)
 	if err != nil {
 		return err
 	}
@@ -507,8 +517,13 @@ func forkJailChild(a *jailFork) (pid uintptr, err syscall.Errno) {
 			goto fail
 		}
 	}
-	_, _, e = syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(a.path)),
-		uintptr(unsafe.Pointer(&a.argv[0])), uintptr(unsafe.Pointer(&a.envv[0])))
+	if a.execFD >= 0 {
+		_, _, e = syscall.RawSyscall6(unix.SYS_EXECVEAT, uintptr(a.execFD), uintptr(unsafe.Pointer(&a.empty[0])),
+			uintptr(unsafe.Pointer(&a.argv[0])), uintptr(unsafe.Pointer(&a.envv[0])), unix.AT_EMPTY_PATH, 0)
+	} else {
+		_, _, e = syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(a.path)),
+			uintptr(unsafe.Pointer(&a.argv[0])), uintptr(unsafe.Pointer(&a.envv[0])))
+	}
 fail:
 	a.status.errno = e
 	_, _, _ = syscall.RawSyscall(unix.SYS_WRITE, uintptr(pipe), uintptr(unsafe.Pointer(&a.status)), unsafe.Sizeof(a.status))

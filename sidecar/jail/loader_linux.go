@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,6 +39,9 @@ func ServeCommand(argv []string) (string, []string) {
 // cloneLoader clones the files of LoaderDir for an image jail, when the
 // running binary is dynamically linked.
 func (b *builder) cloneLoader() error {
+	if b.skeleton {
+		return b.checkStaticInSkeleton()
+	}
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return fmt.Errorf("find own binary: %w", err)
@@ -97,4 +101,26 @@ func findLib(name string, dirs []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("find library %s: not in %s", name, strings.Join(dirs, ", "))
+}
+
+// checkStaticInSkeleton stands for cloneLoader in a jail cloned from the
+// spawner's skeleton, whose proc shows no process (no /proc/self/exe) and
+// which holds no sidecar binary to clone: only a static sidecar boots an
+// image there (the Spawner starts a dynamic one's image jails itself). It
+// reads the binary from the descriptor init runs (fd 4, see Start).
+func (b *builder) checkStaticInSkeleton() error {
+	fd, err := unix.FcntlInt(launchFD+1, unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("find own binary: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "sidecar")
+	defer f.Close()
+	interp, _, err := elfDeps(f)
+	if err != nil {
+		return fmt.Errorf("read own binary: %w", err)
+	}
+	if interp != "" {
+		return errors.New("boot image: a dynamically linked sidecar boots images only from its caller, not the spawner's skeleton")
+	}
+	return nil
 }

@@ -14,22 +14,26 @@ import (
 
 // The spawner's helper runs in a mount namespace of its own (Spawner's
 // helper starts it with CLONE_NEWNS, made private), trimmed at its start
-// to the mounts a jail's Setup reaches by path: trimMounts.
+// to the mounts it reaches by path: trimMounts. Its jails are not cloned
+// from it but from the skeleton namespace it makes next
+// (skeleton_linux.go), a copy of this trimmed one that keeps only the
+// skeleton.
 //
-// Why (issue 27): a jail's clone copies its parent's mount namespace
+// Why (issue 27): a jail's clone copied its parent's mount namespace
 // whole (copy_mnt_ns, every mount), and the jail's pivot_root then
-// detaches that copy again (umount_tree, and each mount's release on the
+// detached that copy again (umount_tree, and each mount's release on the
 // way out), so in the host's namespace a jail's start cost CPU in
-// proportion to the host's mounts, and each sandbox adds its disk's mount:
+// proportion to the host's mounts, and each sandbox added its disk's mount:
 // with 2,000 more mounts a cold create cost about 5 ms more CPU here
 // (bench/issue27/session18-cpu27.md). A private namespace also stops
 // mounts made later (the sandboxes' disks, volumes) from reaching the
-// helper, so its jails copy the same few mounts whatever the host holds.
+// helper.
 //
-// What a jail cloned by the helper reaches by path before its pivot_root:
-// the system binds (DefaultSystemBinds, recursively), the device nodes of
-// /dev, a /proc that is fully visible (a new procfs mount in a user
-// namespace needs one), the stage directory, and the binary it executes.
+// What the helper reaches by path: the system binds
+// (DefaultSystemBinds, recursively) and the device nodes of /dev, which
+// it binds into the skeleton, a fully visible /proc (the jails' id maps,
+// their network namespaces; a new procfs mount needs one too), /sys (the
+// cgroups of each request), the stage directory, and the binary it runs.
 // Everything else of a root driver's jail (the run dir, the workspace, the
 // outputs, volumes, an image) comes as a detached mount from the caller
 // (detachHostDirs), and the helper only serves root drivers' jails that

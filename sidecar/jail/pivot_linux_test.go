@@ -14,31 +14,42 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BenchmarkPivotRoot is the pivot_root(".", ".") of a jail's pivot onto a
-// new root, in a mount namespace of its own, on a thread that ends after
-// it (issue 27). pivot_root walks every thread of the host
-// (chroot_fs_refs) for those whose root or working directory is the old
-// root, so its cost grows with the host's threads: the sub-benchmarks add
-// idle threads, held by this process, to what the host runs. Reported:
-// the pivoting thread's CPU time in the call (pivot-cpu-µs/op), and the
-// host's threads while it ran (host-threads).
+// BenchmarkPivotRoot is the switch of a jail onto its new root, in a
+// mount namespace of its own, on a thread that ends after it (issue 27),
+// three ways:
+//
+//   - pivot_root: pivot_root(".", ".") as pivot does from the host's
+//     namespace (a closed Spawner's jails, builds, nested ones). It walks
+//     every thread of the host (chroot_fs_refs) for those whose root or
+//     working directory is the old root, so its cost grows with the
+//     host's threads.
+//   - move+chroot: the new root moved onto / and chroot, from the host's
+//     namespace: session 18's rejected alternative, which leaves the host's
+//     root beneath (bench/issue27/session24-cold27.md).
+//   - skeleton: the same move and chroot, from a copy of a skeleton
+//     namespace (a tmpfs root made once, as the spawner's helper makes
+//     its own: skeleton_linux.go), which is what a Spawner's jail does.
+//
+// The sub-benchmarks add idle threads, held by this process, to what the
+// host runs. Reported: the switching thread's CPU time in the call
+// (pivot-cpu-µs/op), and the host's threads while it ran (host-threads).
 func BenchmarkPivotRoot(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("pivot_root needs root")
 	}
 	for _, extra := range []int{0, 4000, 8000, 12000} {
-		for _, move := range []bool{false, true} {
-			name := fmt.Sprintf("extra-threads=%d/switch=pivot_root", extra)
-			if move {
-				name = fmt.Sprintf("extra-threads=%d/switch=move+chroot", extra)
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, way := range []switchWay{switchPivot, switchMove, switchSkeleton} {
+			b.Run(fmt.Sprintf("extra-threads=%d/switch=%s", extra, way), func(b *testing.B) {
 				release := spareThreads(b, extra)
 				defer release()
+				skeleton := -1
+				if way == switchSkeleton {
+					skeleton = benchSkeleton(b)
+				}
 				host := hostThreads(b)
 				var cpu time.Duration
 				for b.Loop() {
-					d, err := pivotOnce(b.TempDir(), move)
+					d, err := pivotOnce(b.TempDir(), way, skeleton)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -51,14 +62,66 @@ func BenchmarkPivotRoot(b *testing.B) {
 	}
 }
 
-// pivotOnce pivots a new locked thread, in a new mount namespace, onto a
-// tmpfs mounted at dir, and returns the thread's CPU time in pivot_root.
-// With move, it switches root the way session 18's rejected alternative
-// would (the new root moved onto / and chroot into it, which leaves the
-// old root mounted beneath: see bench/issue27/session24-cold27.md) and
-// returns the CPU time of that instead. The thread ends with its
-// goroutine, since its root is no longer the process's.
-func pivotOnce(dir string, move bool) (time.Duration, error) {
+// A switchWay is how pivotOnce switches root.
+type switchWay int
+
+const (
+	switchPivot switchWay = iota
+	switchMove
+	switchSkeleton
+)
+
+func (w switchWay) String() string {
+	return [...]string{"pivot_root", "move+chroot", "skeleton"}[w]
+}
+
+// benchSkeleton makes a skeleton namespace for the benchmark, as the
+// spawner's helper does (makeSkeleton) but with only the stage in it:
+// what a jail's switch does does not depend on what the skeleton holds.
+// It returns a descriptor of the namespace, closed with the benchmark.
+func benchSkeleton(tb testing.TB) int {
+	dir := tb.TempDir()
+	ch := make(chan int, 1)
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		err := func() error {
+			if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS); err != nil {
+				return err
+			}
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+				return err
+			}
+			ns, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			ch <- ns
+			if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+				return err
+			}
+			if err := os.Mkdir(dir+stage, 0o755); err != nil {
+				return err
+			}
+			return pivot(dir)
+		}()
+		errc <- err
+	}()
+	if err := <-errc; err != nil {
+		tb.Fatalf("make skeleton: %v", err)
+	}
+	ns := <-ch
+	tb.Cleanup(func() { unix.Close(ns) })
+	return ns
+}
+
+// pivotOnce switches a new locked thread, in a new mount namespace, onto
+// a tmpfs as way says, and returns the thread's CPU time in the switch:
+// pivot_root (then the old root detached), or the move onto / and the
+// chroot. The tmpfs is mounted at dir, or, for the skeleton way, at the
+// stage of a copy of the skeleton namespace skeleton. The thread ends
+// with its goroutine, since its root is no longer the process's.
+func pivotOnce(dir string, way switchWay, skeleton int) (time.Duration, error) {
 	type result struct {
 		cpu time.Duration
 		err error
@@ -67,6 +130,17 @@ func pivotOnce(dir string, move bool) (time.Duration, error) {
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
 		cpu, err := func() (time.Duration, error) {
+			if way == switchSkeleton {
+				// As a Spawner's clone thread (inSkeleton), then the
+				// jail's copy of its namespace (its clone's CLONE_NEWNS).
+				if err := unix.Unshare(unix.CLONE_FS); err != nil {
+					return 0, err
+				}
+				if err := unix.Setns(skeleton, unix.CLONE_NEWNS); err != nil {
+					return 0, fmt.Errorf("enter skeleton: %w", err)
+				}
+				dir = stage
+			}
 			if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
 				return 0, fmt.Errorf("unshare: %w", err)
 			}
@@ -80,7 +154,7 @@ func pivotOnce(dir string, move bool) (time.Duration, error) {
 				return 0, err
 			}
 			var t0, t1 unix.Timespec
-			if move {
+			if way != switchPivot {
 				_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &t0)
 				err := unix.Mount(".", "/", "", unix.MS_MOVE, "")
 				if err == nil {

@@ -10,9 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// stage is where the new root is assembled before pivot_root. Everything the
+// stage is where the new root is assembled before the switch onto it
+// (pivot_root, or moveRoot from the spawner's skeleton). Everything the
 // jail needs from the host is cloned into detached mounts first, so covering
-// the host's /tmp here (in our private mount namespace) hides nothing we use.
+// the host's /tmp here (in our private mount namespace) hides nothing we use;
+// in the skeleton it is an empty directory.
 const stage = "/tmp"
 
 // Mount attributes. Binds are built with open_tree + mount_setattr +
@@ -33,8 +35,9 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // on a tmpfs made of system binds, /etc with a synthesised passwd and group,
 // writable /workspace, /tmp, /dev/shm and outputs, a read-only
 // /run/boxkite (the driver's egress socket), a fresh
-// /proc with the dangerous files masked, a minimal /dev, then pivot_root,
-// the hostname and loopback. It must run in init (PID 1 of the new PID
+// /proc with the dangerous files masked, a minimal /dev, then the switch
+// onto it (pivot_root, or from the spawner's skeleton MS_MOVE and chroot:
+// skeleton_linux.go), the hostname and loopback. It must run in init (PID 1 of the new PID
 // namespace) while it still has every capability of its user namespace.
 func Setup(l Launch) error {
 	s := l.Spec.withDefaults()
@@ -51,7 +54,7 @@ func Setup(l Launch) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
-	b := &builder{root: stage, spec: s, devNull: -1}
+	b := &builder{root: stage, spec: s, devNull: -1, skeleton: inSkeletonRoot()}
 	defer b.closeAll()
 	if err := b.cloneSources(l.MountFDs); err != nil {
 		return err
@@ -69,7 +72,14 @@ func Setup(l Launch) error {
 			return err
 		}
 	}
-	if err := pivot(b.root); err != nil {
+	// From the spawner's skeleton the root moves onto it (moveRoot):
+	// beneath lies the skeleton, nothing the jail lacks. Elsewhere the
+	// host's root is beneath: pivot_root, and detach it.
+	switchRoot := pivot
+	if b.skeleton {
+		switchRoot = moveRoot
+	}
+	if err := switchRoot(b.root); err != nil {
 		return err
 	}
 	// Only the mounts placed writable above stay writable.
@@ -105,6 +115,9 @@ type builder struct {
 	devs    []tree
 	binds   []tree // Spec.Binds, placed after the workspace (binds_linux.go)
 	devNull int
+	// skeleton: the jail was cloned from the spawner's skeleton root
+	// (skeleton_linux.go).
+	skeleton bool
 
 	nsLimits []nsLimit // the user namespace's limits, see openNamespaceLimits
 }

@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -42,11 +44,20 @@ import (
 // the jail again on a new helper (cloneLaunched) and that one ends at
 // once, its launch pipe closed.
 //
+// The helper clones each jail from its skeleton root (skeleton_linux.go),
+// whose root the jail's Setup covers with MS_MOVE and chroot rather than
+// pivot_root, which walks every thread of the host.
+//
 // Builds and nested jails (Spec.Build, Spec.Nested) start from the caller
-// as before: a build's jail shares the caller's network namespace and dies
-// with the caller's thread, and an unprivileged caller maps its own ids.
+// as before, and pivot_root: a build's jail shares the caller's network
+// namespace and dies with the caller's thread, and an unprivileged caller
+// maps its own ids. So do jails that need from the host what the skeleton
+// lacks (skeletonServes): other system binds, or an image booted by a
+// dynamically linked sidecar. A closed Spawner's jails too: the caller's
+// namespace has no skeleton, and these are rare, so they keep the walk.
 type Spawner struct {
-	path string // the sidecar binary
+	path    string      // the sidecar binary
+	dynamic func() bool // whether it is dynamically linked (skeletonServes)
 
 	mu      sync.Mutex
 	conn    *os.File      // our end of the helper's socket; nil until started
@@ -89,7 +100,7 @@ type spawnReply struct {
 // NewSpawner returns a Spawner that runs sidecarPath as its helper. The
 // helper starts with the first jail, or with Prepare.
 func NewSpawner(sidecarPath string) *Spawner {
-	return &Spawner{path: sidecarPath}
+	return &Spawner{path: sidecarPath, dynamic: dynamicBinary(sidecarPath)}
 }
 
 // Prepare starts the helper now, so the first jail does not wait for it.
@@ -101,7 +112,7 @@ func (s *Spawner) Prepare() error {
 // Start is jail.Start, with the clone made by the helper (see Spawner).
 // cmd's Stdin, Stdout and Stderr must be files or nil.
 func (s *Spawner) Start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started func(pid int) error) error {
-	if spec.Build != nil || spec.Nested() || s.isClosed() {
+	if spec.Build != nil || spec.Nested() || s.isClosed() || !skeletonServes(spec, s.dynamic) {
 		return Start(cmd, spec, token, listener, started)
 	}
 	return start(cmd, spec, token, listener, started, s.launch)
@@ -319,11 +330,15 @@ func (s *Spawner) PID() int {
 }
 
 // ServeSpawner is the helper's side (`boxkite-sidecar spawner [PATH]`): it
-// first trims its own mount namespace to what jails reach by path (self:
-// PATH, the binary the caller's jails execute; see mountns_linux.go), then
+// first trims its own mount namespace to what it reaches by path (self:
+// PATH, the binary the caller's jails execute; see mountns_linux.go),
+// makes the skeleton namespace its jails are cloned from
+// (skeleton_linux.go), then
 // reads requests from the socket on fd 3, each served on its own
 // goroutine, until the caller closes its end, then waits for those in
-// flight.
+// flight. Its caller keeps the main goroutine locked to the main thread:
+// the threads that enter the skeleton (skeleton_linux.go) end with their
+// goroutines, which the main thread cannot.
 func ServeSpawner(self string) error {
 	if _, err := unix.FcntlInt(spawnerConnFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return fmt.Errorf("serve spawner: fd %d: %w", spawnerConnFD, err)
@@ -331,6 +346,16 @@ func ServeSpawner(self string) error {
 	if err := trimMounts(spawnerKeepTrees(), spawnerPaths(self)); err != nil {
 		// Held mounts would pin what they hold (a loop device stays
 		// attached until unmounted everywhere): no jail from here.
+		return fmt.Errorf("serve spawner: %w", err)
+	}
+	proc, err := unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("serve spawner: %w", err)
+	}
+	hostProcFD = proc
+	// Jails are cloned from the skeleton (skeleton_linux.go).
+	skeleton, err := makeSkeleton()
+	if err != nil {
 		return fmt.Errorf("serve spawner: %w", err)
 	}
 	// Descriptors the server inherited without close-on-exec (from
@@ -371,7 +396,7 @@ func ServeSpawner(self string) error {
 			continue
 		}
 		req := append([]byte(nil), buf[:n]...)
-		wg.Go(func() { serveSpawn(req, fds) })
+		wg.Go(func() { serveSpawn(skeleton, req, fds) })
 	}
 }
 
@@ -392,8 +417,9 @@ func parseRights(oob []byte) ([]int, error) {
 	return fds, nil
 }
 
-// serveSpawn clones one jail; fds are the reply pipe, then the child's.
-func serveSpawn(raw []byte, fds []int) {
+// serveSpawn clones one jail from the skeleton namespace; fds are the
+// reply pipe, then the child's.
+func serveSpawn(skeleton int, raw []byte, fds []int) {
 	defer closeFDs(fds)
 	var req spawnRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
@@ -409,16 +435,25 @@ func serveSpawn(raw []byte, fds []int) {
 		}
 		netns, child = child[len(child)-1], child[:len(child)-1]
 	}
-	pid, err := spawnJail(req, child, netns)
+	pid, err := spawnJail(skeleton, req, child, netns)
 	answer(fds[0], pid, err)
 }
 
 // spawnJail clones one jail from fds (its 0, 1, 2 and extras), in the
-// network namespace netns when it is not -1.
-func spawnJail(req spawnRequest, fds []int, netns int) (int, error) {
+// network namespace netns when it is not -1, from a thread in the
+// skeleton namespace.
+func spawnJail(skeleton int, req spawnRequest, fds []int, netns int) (int, error) {
 	spec := req.Spec
 	if spec.Build != nil || spec.Nested() {
 		return 0, errors.New("spawn jail: builds and nested jails start from the driver")
+	}
+	if !skeletonServes(spec, selfDynamic) {
+		return 0, errors.New("spawn jail: the skeleton lacks the jail's system binds")
+	}
+	if req.Dir == "" || !filepath.IsAbs(req.Dir) {
+		// The clone's thread stands in the skeleton: its working
+		// directory is no place to start in.
+		return 0, fmt.Errorf("spawn jail: working directory %q", req.Dir)
 	}
 	if err := spec.validate(); err != nil {
 		return 0, err
@@ -442,15 +477,38 @@ func spawnJail(req spawnRequest, fds []int, netns int) (int, error) {
 			return err
 		}, func() { _ = unix.Kill(pid, unix.SIGKILL) })
 	}
-	var err error
-	if netns < 0 {
-		err = owned()
-	} else {
+	if netns >= 0 {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
-		err = inNetNS(netns, owned)
 	}
+	err := inSkeleton(skeleton, netns, owned)
 	return pid, err
 }
+
+// skeletonServes reports whether a jail of spec needs nothing from the
+// host by path that the skeleton lacks: its system binds are the default
+// ones, and a dynamically linked sidecar does not boot an image (whose
+// loader init would clone from the host's paths). Spawner.Start starts
+// the others from the caller.
+// dynamic reports whether the sidecar binary is dynamically linked.
+func skeletonServes(spec Spec, dynamic func() bool) bool {
+	if spec.SystemBinds != nil && !slices.Equal(spec.SystemBinds, DefaultSystemBinds()) {
+		return false
+	}
+	return spec.Image == "" || !dynamic()
+}
+
+// dynamicBinary reports whether the binary at path is dynamically linked;
+// an unreadable one counts as dynamic.
+func dynamicBinary(path string) func() bool {
+	return sync.OnceValue(func() bool {
+		interp, _, err := ELFDeps(path)
+		return err != nil || interp != ""
+	})
+}
+
+// selfDynamic is dynamicBinary of the helper's own binary, the one its
+// jails run.
+var selfDynamic = dynamicBinary("/proc/self/exe")
 
 // answer writes the reply to the pipe fd; the caller closes fd.
 func answer(fd, pid int, err error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -52,18 +53,25 @@ func TestAskedError(t *testing.T) {
 type cwdSession struct{ ptySession }
 
 func (s *cwdSession) Interactive(_ context.Context, req api.InteractiveRequest) (*websocket.Conn, error) {
-	return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd is not a directory: %s", req.Cwd)
+	if strings.HasSuffix(req.Cwd, ".txt") {
+		return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd is not a directory: %s", req.Cwd).WithHint("give a directory, not a file")
+	}
+	return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd does not exist: %s", req.Cwd).WithHint("make the directory first")
 }
 
 // TestCwdErrorAsAsked: commands.run(…, {cwd: 'nowhere'}) said cwd is
-// not a directory: /workspace/nowhere.
+// not a directory: /workspace/nowhere. A cwd that is not there is refused
+// as envd refuses it (packages/envd, process handler: invalid_argument
+// "cwd '%s' does not exist", the path resolved); one that is a file keeps
+// boxkite's message, named as asked.
 func TestCwdErrorAsAsked(t *testing.T) {
 	s := processService{h: &Handler{log: slog.New(slog.DiscardHandler)}}
 	for cwd, want := range map[string]string{
-		"nowhere":            "cwd is not a directory: /home/user/nowhere",
-		"~/nowhere":          "cwd is not a directory: /home/user/nowhere",
-		"/home/user/nowhere": "cwd is not a directory: /home/user/nowhere",
-		"/workspace/nowhere": "cwd is not a directory: /workspace/nowhere",
+		"nowhere":            "cwd '/home/user/nowhere' does not exist",
+		"~/nowhere":          "cwd '/home/user/nowhere' does not exist",
+		"/home/user/nowhere": "cwd '/home/user/nowhere' does not exist",
+		"/workspace/nowhere": "cwd '/workspace/nowhere' does not exist",
+		"a.txt":              "cwd is not a directory: /home/user/a.txt (give a directory, not a file)",
 	} {
 		ctx := context.WithValue(context.Background(), sessionKey{}, Session(&cwdSession{}))
 		req := connect.NewRequest(&process.StartRequest{Process: &process.ProcessConfig{Cmd: "/bin/bash", Cwd: &cwd}})

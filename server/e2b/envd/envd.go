@@ -428,6 +428,20 @@ func askedError(err error, asked string) error {
 	return &renamed
 }
 
+// envdCwdError is the sidecar's refusal of a cwd that is not there as
+// envd words it (invalid_argument "cwd '/home/user/x' does not exist"),
+// which E2B SDK users match; any other error is as it was.
+func envdCwdError(err error) error {
+	e, ok := errors.AsType[*api.Error](err)
+	if !ok {
+		return err
+	}
+	if p, ok := strings.CutPrefix(e.Message, "cwd does not exist: "); ok {
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd '%s' does not exist", p))
+	}
+	return err
+}
+
 // under reports whether p is dir or below it, and what follows dir.
 func under(p, dir string) (rest string, ok bool) {
 	if p == dir {

@@ -96,7 +96,7 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 	if err != nil {
 		cancel()
 		if cfg.Cwd != nil && *cfg.Cwd != "" {
-			err = askedError(err, absPath(*cfg.Cwd)) // a cwd that is no directory, named as asked
+			err = envdCwdError(askedError(err, absPath(*cfg.Cwd))) // a cwd that is no directory, named as asked
 		}
 		return s.h.rpcError(ctx, err)
 	}

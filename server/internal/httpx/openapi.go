@@ -172,7 +172,7 @@ func errorCodes() []string {
 		api.CodeAlreadyMember, api.CodeLastOwner, api.CodeInviteUsed, api.CodeInviteExpired, api.CodeEmailMismatch,
 		api.CodeSessionBudgetExceeded, api.CodeVolumeInUse, api.CodeImageInUse, api.CodeMCPConnectionNotFound,
 		api.CodeSecretNameTaken, api.CodeInvalidAllowedHost, api.CodeUnsafeAllowedHost, api.CodeUnsupportedTrustTier,
-		api.CodeSecretLimitReached, api.CodeSecretNotFound, api.CodeSecretNotReferenced, api.CodeDestinationNotAllowed,
+		api.CodeSecretLimitReached, api.CodeSecretNotFound, api.CodeSecretNotReferenced, api.CodeDestinationNotAllowed, api.CodeSecretRequiresHTTPS,
 		api.CodeSecretsUnavailable, api.CodeUpstreamTimeout, api.CodeUpstreamFailed,
 		api.CodePreviewUnauthorized, api.CodePreviewUnreachable,
 	}

@@ -283,13 +283,13 @@ func IsMountPoint(p string) (bool, error) {
 // MountClonePool mounts the clone pool's image img (StateDir/cow.img) at
 // mnt (StateDir/cow), making the image first if there is none, the size
 // of the host filesystem it is on. A pool a previous driver mounted is
-// used as it is; one a previous driver unmounted is mounted once its
-// filesystem has gone (poolReleaseWait).
+// used as it is. One a previous driver unmounted can still be alive,
+// lazily unmounted, while anything holds a file or a mount of it (a
+// sandbox disk's loop device, a mount namespace a jail copied): its loop
+// device is then mounted again, which gives back that same filesystem,
+// where a second device would be a second XFS of the same UUID, which
+// XFS refuses (and two instances of one image would corrupt it).
 func MountClonePool(img, mnt string) error {
-	return mountClonePool(img, mnt, poolReleaseWait)
-}
-
-func mountClonePool(img, mnt string, releaseWait time.Duration) error {
 	if ok, _ := IsMountPoint(mnt); ok {
 		return nil
 	}
@@ -297,18 +297,21 @@ func mountClonePool(img, mnt string, releaseWait time.Duration) error {
 		if err := formatClonePool(filepath.Dir(img), img); err != nil {
 			return err
 		}
-	} else if err := waitImageReleased(img, releaseWait); err != nil {
-		return fmt.Errorf("mount clone pool: %w", err)
 	}
 	f, err := os.OpenFile(img, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("mount clone pool: %w", err)
 	}
 	defer f.Close()
-	loop, err := attachLoop(f)
+	loop, err := attachedLoop(f)
+	if err == nil && loop == nil {
+		loop, err = attachLoop(f)
+	}
 	if err != nil {
 		return fmt.Errorf("mount clone pool: %w", err)
 	}
+	// Closed only after the mount holds the device, or autoclear would
+	// detach it first.
 	defer loop.Close()
 	if err := os.Mkdir(mnt, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("mount clone pool: %w", err)
