@@ -234,6 +234,9 @@ func (h *Handler) spawn(req api.ProcessStartRequest, outputBytes int) (*bgProc, 
 		buf := make([]byte, readChunk)
 		for {
 			n, err := outR.Read(buf)
+			if n > 0 && h.opts.slowOutput != nil {
+				h.opts.slowOutput()
+			}
 			_, _ = p.out.Write(buf[:n])
 			if err != nil {
 				return
@@ -246,7 +249,10 @@ func (h *Handler) spawn(req api.ProcessStartRequest, outputBytes int) (*bgProc, 
 
 // wait records how the process ended once its shell exited and its output
 // was read. Children that keep the output pipe open past pipeGrace are killed
-// with the group, as /exec does.
+// with the group, as /exec does; what the pipe holds by then is still read
+// (a reader not scheduled for the grace would otherwise lose the output's
+// tail), for at most pipeDrain, which only a process that left the group and
+// holds the pipe can make it wait.
 func (p *bgProc) wait(cmd *exec.Cmd, outR *os.File, readDone <-chan struct{}) {
 	_ = waitCmd(cmd) // a non-zero exit is a result; ProcessState has it
 	p.watchdog.Stop()
@@ -255,7 +261,7 @@ func (p *bgProc) wait(cmd *exec.Cmd, outR *os.File, readDone <-chan struct{}) {
 	case <-readDone:
 	case <-grace.C:
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		_ = outR.SetReadDeadline(time.Now())
+		_ = outR.SetReadDeadline(time.Now().Add(pipeDrain))
 		<-readDone
 	}
 	grace.Stop()

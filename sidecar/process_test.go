@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -466,5 +467,29 @@ func TestProcessStartDefaultRuntime(t *testing.T) {
 	}
 	if p.maxRuntime != api.DefaultProcessRuntime*time.Second {
 		t.Errorf("max runtime %v, want %ds", p.maxRuntime, api.DefaultProcessRuntime)
+	}
+}
+
+// TestProcessOutputTailToASlowReader: a background process's output that is
+// still in the pipe when the grace after its exit runs out is kept, not cut
+// by the read deadline (the interactive exec lost its tail so, see
+// TestInteractiveOutputToASlowClient). The reader, once, waits twice the
+// grace before keeping what it read: the command writes the rest into the
+// pipe meanwhile and exits, and the rest is read after the grace.
+func TestProcessOutputTailToASlowReader(t *testing.T) {
+	t.Parallel()
+	const size = 64<<10 + 17
+	var once sync.Once
+	url, _ := newToolServer(t, Options{
+		Tools:      ToolLimits{ProcessOutputBytes: 1 << 20},
+		slowOutput: func() { once.Do(func() { time.Sleep(2 * pipeGrace) }) },
+	})
+	id := startProcess(t, url, fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", size), 30)
+	out := waitProcess(t, url, id, 30*time.Second)
+	if out.NextOffset != size || strings.Count(out.StdoutChunk, "x") != size {
+		t.Errorf("kept %d bytes (offset %d) of the %d written; want all", len(out.StdoutChunk), out.NextOffset, size)
+	}
+	if out.Status != api.ProcessExited || out.ExitCode == nil || *out.ExitCode != 0 {
+		t.Errorf("status %q, exit %v; want exited 0", out.Status, out.ExitCode)
 	}
 }

@@ -52,7 +52,9 @@ type Options struct {
 	Usage func() (api.SidecarUsage, error)
 
 	// slowOutput, when set (by tests), runs before each output frame of
-	// an interactive exec is sent: a client slow to take the output.
+	// an interactive exec is sent (a client slow to take the output) and
+	// before each read of a background process's output is kept (a reader
+	// not scheduled).
 	slowOutput func()
 }
 
