@@ -134,7 +134,7 @@ func (s *Service) imageLogs(w http.ResponseWriter, r *http.Request) error {
 func named(err error, id string) error {
 	if e, ok := errors.AsType[*api.Error](err); ok && e.Code == api.CodeNotFound && e.Message == errNotFound.Message {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "image %s not found", id).
-			WithHint("list them with `boxkite images ls`")
+			WithHint("list your images with `boxkite images ls`")
 	}
 	return err
 }
