@@ -89,16 +89,7 @@ func (h *growHost) total(t *testing.T) int64 {
 // newGrowDriver starts a driver with the clone pool on host.
 func newGrowDriver(t *testing.T, h *growHost) *Driver {
 	t.Helper()
-	d, err := New(Config{StateDir: h.state, SidecarPath: sidecarBin, Clones: ClonesXFS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Shutdown(context.Background()); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return d
+	return newDriverWith(t, Config{StateDir: h.state, SidecarPath: sidecarBin, Clones: ClonesXFS})
 }
 
 // poolSize is the pool's data size; it fails t unless that is the host's
