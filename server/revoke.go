@@ -22,7 +22,10 @@ import (
 // takeovers, process streams and interactive execs end with it; a
 // streamed exec stops streaming while its command runs on, audited
 // (proxy.Forward's handover). Takeover tokens a revoked credential minted are
-// refused at use (parseTakeoverToken).
+// refused at use (parseTakeoverToken). A demotion in an organization
+// (admin to member) ends the requests of the member's admin keys of it the
+// same way (revocations.demote, cause authz.ErrCredentialDemoted), and the
+// takeover tokens they minted are refused at use, the key's role read then.
 
 // recentRevocations is how long a revocation is remembered, for a request
 // that authenticated just before it and starts watching just after.
@@ -103,6 +106,23 @@ func (rv *revocations) revoke(id string, now time.Time) {
 	rv.mu.Unlock()
 	for _, w := range ends {
 		w.cancel(w.cause(now))
+	}
+}
+
+// demote ends every request of API key id, whose holder was demoted to
+// member, with authz.ErrCredentialDemoted. Unlike revoke it remembers
+// nothing: the key stays valid, as a member's, so requests it makes from
+// now on (authorized at that role) are not ended.
+func (rv *revocations) demote(id string) {
+	rv.mu.Lock()
+	var ends []*watcher
+	for w := range rv.subs[id] {
+		ends = append(ends, w)
+	}
+	delete(rv.subs, id)
+	rv.mu.Unlock()
+	for _, w := range ends {
+		w.cancel(authz.ErrCredentialDemoted)
 	}
 }
 

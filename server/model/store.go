@@ -179,6 +179,11 @@ type CredentialStore interface {
 	// that are not valid credentials at now: revoked, expired (at or past
 	// their ExpiresAt) or unknown API keys, deleted SSH keys.
 	RevokedCredentials(ctx context.Context, ids []string, now time.Time) ([]string, error)
+	// APIKeyRole returns the role API key id acts with at now: its own,
+	// or for an organization's key the lesser of its own and its holder's
+	// current role there (EffectiveKeyRole); "" when the key is revoked,
+	// expired or unknown, or its holder is no longer a member.
+	APIKeyRole(ctx context.Context, id string, now time.Time) (string, error)
 	// SetKeepOutputSecrets sets the account's Account.KeepOutputSecrets;
 	// ErrNotFound if there is no such account.
 	SetKeepOutputSecrets(ctx context.Context, accountID string, keep bool) error

@@ -240,7 +240,7 @@ func (s *Service) setRole(w http.ResponseWriter, r *http.Request) error {
 	if role == model.RoleOwner && caller.Role != model.RoleOwner {
 		return needRole(model.RoleOwner, caller.Role)
 	}
-	err = s.d.Store.SetOrgMemberRole(r.Context(), m.OrgID, m.AccountID, role)
+	lowered, err := s.d.Store.SetOrgMemberRole(r.Context(), m.OrgID, m.AccountID, role)
 	switch {
 	case errors.Is(err, ErrLastOwner):
 		return errLastOwner
@@ -248,6 +248,12 @@ func (s *Service) setRole(w http.ResponseWriter, r *http.Request) error {
 		return memberNotFound(m.AccountID)
 	case err != nil:
 		return fmt.Errorf("change role: %w", err)
+	}
+	// A demotion ends what the member's admin keys hold (a terminal, and
+	// so on), as a removal does; a takeover token they minted is refused
+	// at use, its key's role read then.
+	for _, id := range lowered {
+		s.d.Demoted(id)
 	}
 	m.Role = role
 	httpx.WriteJSON(w, http.StatusOK, memberToAPI(m))

@@ -72,8 +72,12 @@ type Store interface {
 	// OrgMembers returns the members, owners first.
 	OrgMembers(ctx context.Context, orgID string) ([]*Member, error)
 	// SetOrgMemberRole changes a member's role; ErrLastOwner when that
-	// would leave no owner, model.ErrNotFound for no such member.
-	SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) error
+	// would leave no owner, model.ErrNotFound for no such member. When it
+	// lowers what the member's API keys of the organization may do (owner
+	// or admin to member), it returns those keys' ids, so that what they
+	// hold as admin keys ends (the other servers are not told: see
+	// docs/organizations.md).
+	SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) ([]string, error)
 	// RemoveOrgMember removes a member, revokes at t the API keys of the
 	// organization they hold and deletes the SSH keys they registered in
 	// it and the webhook subscriptions (with their deliveries) they

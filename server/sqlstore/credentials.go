@@ -108,6 +108,25 @@ func (s *Store) PasswordHash(ctx context.Context, email string) (*model.Account,
 	return &a, hash, nil
 }
 
+// APIKeyRole implements model.CredentialStore.
+func (s *Store) APIKeyRole(ctx context.Context, id string, now time.Time) (string, error) {
+	var role, member string
+	var memberRole sql.NullString
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT k.role, k.member_id, m.role FROM api_keys k
+		LEFT JOIN organization_members m ON m.org_id = k.account_id AND m.account_id = k.member_id
+		WHERE k.id = ? AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ?)`), id, micros(now)).Scan(&role, &member, &memberRole)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("query key role: %w", err)
+	}
+	if member == "" {
+		return role, nil
+	}
+	return model.EffectiveKeyRole(role, memberRole.String), nil
+}
+
 // ListAPIKeys implements model.CredentialStore.
 func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]*model.APIKey, error) {
 	return queryAll(ctx, s, "api keys", func(r rowScanner) (*model.APIKey, error) { return scanKey(r) },

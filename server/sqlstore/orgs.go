@@ -140,8 +140,10 @@ func (s *Store) memberRole(ctx context.Context, tx *sql.Tx, orgID, accountID str
 }
 
 // SetOrgMemberRole implements orgs.Store.
-func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) ([]string, error) {
+	var lowered []string
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		lowered = nil
 		if err := s.lockOrg(ctx, tx, orgID); err != nil {
 			return err
 		}
@@ -162,8 +164,14 @@ func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role str
 		if err != nil {
 			return fmt.Errorf("update member: %w", err)
 		}
-		return nil
+		if cur == model.RoleMember || role != model.RoleMember {
+			return nil
+		}
+		lowered, err = queryAllIn(ctx, tx, s, "member's keys", scanString,
+			`SELECT id FROM api_keys WHERE account_id = ? AND member_id = ? AND revoked_at IS NULL AND role = ?`, orgID, accountID, model.RoleAdmin)
+		return err
 	})
+	return lowered, err
 }
 
 // RemoveOrgMember implements orgs.Store.

@@ -53,11 +53,24 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	if err != nil || got.MemberID != b.ID || got.MemberRole != model.RoleAdmin || acct.Org == nil || acct.Org.Name != "acme" {
 		t.Fatalf("APIKeyByHash = %+v %+v, %v", got, acct, err)
 	}
-	if err := st.SetOrgMemberRole(ctx, o.ID, b.ID, model.RoleMember); err != nil {
+	if role, err := ms.APIKeyRole(ctx, k.ID, base); err != nil || role != model.RoleAdmin {
+		t.Errorf("before demotion, APIKeyRole = %q, %v; want admin", role, err)
+	}
+	lowered, err := st.SetOrgMemberRole(ctx, o.ID, b.ID, model.RoleMember)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(lowered) != 1 || lowered[0] != k.ID {
+		t.Errorf("the demotion lowered keys %v, want [%s]", lowered, k.ID)
 	}
 	if got, _, _ := ms.APIKeyByHash(ctx, k.Hash); got.MemberRole != model.RoleMember {
 		t.Errorf("after demotion, MemberRole = %q", got.MemberRole)
+	}
+	if role, err := ms.APIKeyRole(ctx, k.ID, base); err != nil || role != model.RoleMember {
+		t.Errorf("after demotion, APIKeyRole = %q, %v; want member", role, err)
+	}
+	if lowered, err := st.SetOrgMemberRole(ctx, o.ID, b.ID, model.RoleMember); err != nil || len(lowered) != 0 {
+		t.Errorf("a member made member again lowered %v, %v; want none", lowered, err)
 	}
 	ssh := &model.SSHKey{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, Name: "b", PublicKey: "ssh-ed25519 AAAA", Fingerprint: "SHA256:b", CreatedAt: base}
 	if err := ms.CreateSSHKey(ctx, ssh); err != nil {
@@ -82,6 +95,9 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	revoked, err := st.RemoveOrgMember(ctx, o.ID, b.ID, base)
 	if err != nil || len(revoked) != 2 || revoked[0] != k.ID || revoked[1] != ssh.ID {
 		t.Fatalf("RemoveOrgMember = %v, %v", revoked, err)
+	}
+	if role, err := ms.APIKeyRole(ctx, k.ID, base); err != nil || role != "" {
+		t.Errorf("after removal, APIKeyRole = %q, %v; want none", role, err)
 	}
 	if hooks, err := ws.Webhooks(ctx, o.ID); err != nil || len(hooks) != 1 || hooks[0].ID != hookA.ID || hooks[0].MemberID != a.ID {
 		t.Errorf("the organization's webhooks after removing B: %+v, %v (want A's only)", hooks, err)
@@ -109,7 +125,7 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, id := range []string{a.ID, b.ID} {
-		wg.Go(func() { errs[i] = st.SetOrgMemberRole(ctx, o.ID, id, model.RoleMember) })
+		wg.Go(func() { _, errs[i] = st.SetOrgMemberRole(ctx, o.ID, id, model.RoleMember) })
 	}
 	wg.Wait()
 	if (errs[0] == nil) == (errs[1] == nil) || (!errors.Is(errs[0], orgs.ErrLastOwner) && !errors.Is(errs[1], orgs.ErrLastOwner)) {

@@ -107,6 +107,17 @@ func (s *Service) parseTakeoverToken(ctx context.Context, token, sandboxID strin
 	if !valid {
 		return c, errBadTakeoverToken
 	}
+	// Only an admin key mints one, and it must be one still: a demotion
+	// ends the tokens its keys minted, as a removal does.
+	if c.Via == authz.ViaAPIKey {
+		role, err := s.d.KeyRole(ctx, c.KeyID)
+		if err != nil {
+			return c, fmt.Errorf("check the token's key: %w", err)
+		}
+		if role != model.RoleAdmin {
+			return c, errBadTakeoverToken
+		}
+	}
 	fresh, err := s.d.Store.SpendToken(ctx, c.Jti, time.Unix(c.Exp, 0), now)
 	if err != nil {
 		return c, fmt.Errorf("spend takeover token: %w", err)

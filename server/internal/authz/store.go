@@ -359,6 +359,12 @@ func (s *Store) RevokedCredentials(ctx context.Context, ids []string, now time.T
 	return s.inner.RevokedCredentials(ctx, ids, now)
 }
 
+// APIKeyRole: open (the role a takeover token's minting key acts with
+// now, read at the token's use, before there is a caller).
+func (s *Store) APIKeyRole(ctx context.Context, id string, now time.Time) (string, error) {
+	return s.inner.APIKeyRole(ctx, id, now)
+}
+
 // SSHKeyByFingerprint: system (every account's records: the server's own work only).
 func (s *Store) SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*model.SSHKey, error) {
 	if err := s.system(ctx); err != nil {
