@@ -200,7 +200,7 @@ func (s *Server) newTakeover() (err error) {
 		WatchCalls:      s.calls.Watch,
 		AuthenticateKey: s.authenticateKey,
 		CredentialValid: s.credentialValid,
-		KeyRole:         func(ctx context.Context, id string) (string, error) { return s.store.APIKeyRole(ctx, id, s.now()) },
+		KeyRole:         func(ctx context.Context, id string) (string, int64, error) { return s.store.APIKeyRole(ctx, id, s.now()) },
 		JWTKey:          s.jwtKey,
 		BastionKey:      s.cfg.BastionKey,
 		Recording:       s.cfg.TakeoverRecording,

@@ -249,11 +249,14 @@ func (s *Service) setRole(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return fmt.Errorf("change role: %w", err)
 	}
-	// A demotion ends what the member's admin keys hold (a terminal, and
-	// so on), as a removal does; a takeover token they minted is refused
-	// at use, its key's role read then.
-	for _, id := range lowered {
-		s.d.Demoted(id)
+	// A demotion ends what the member's admin keys hold (a terminal, a
+	// stream), as a removal does; a takeover token they minted is refused
+	// at use (its count of demotions is behind the key's).
+	for _, k := range lowered {
+		s.d.Demoted(k.ID, k.Demotions)
+	}
+	if len(lowered) > 0 {
+		s.d.Log.InfoContext(r.Context(), "organization member demoted", "org", m.OrgID, "member", m.AccountID, "keys_lowered", len(lowered))
 	}
 	m.Role = role
 	httpx.WriteJSON(w, http.StatusOK, memberToAPI(m))

@@ -21,10 +21,11 @@ type Deps struct {
 	// Revoked ends at once what a revoked key holds (its streams,
 	// terminals), as DELETE /v1/api-keys/{id} does.
 	Revoked func(keyID string)
-	// Demoted ends at once what an admin key holds when its holder's
-	// role is lowered to member (its terminals, its streams): it acts as
-	// a member's key from then on.
-	Demoted func(keyID string)
+	// Demoted ends at once what admin key keyID held before its holder's
+	// demotion to member made it a member key, its count of demotions now
+	// demotions (its terminals, its streams), as Revoked does for a
+	// revoked key; the key goes on, as a member's.
+	Demoted func(keyID string, demotions int64)
 	// Limits are the server's per-account limits, the ceiling of an
 	// organization's quota (0: none).
 	Limits api.OrganizationQuota

@@ -17,6 +17,14 @@ type Org struct {
 	Quota     api.OrganizationQuota
 }
 
+// DemotedKey is an admin key of an organization its holder's demotion
+// lowered to a member key, with its count of demotions now
+// (model.APIKey.Demotions).
+type DemotedKey struct {
+	ID        string
+	Demotions int64
+}
+
 // Member is one membership, with the member's email.
 type Member struct {
 	OrgID     string
@@ -72,12 +80,13 @@ type Store interface {
 	// OrgMembers returns the members, owners first.
 	OrgMembers(ctx context.Context, orgID string) ([]*Member, error)
 	// SetOrgMemberRole changes a member's role; ErrLastOwner when that
-	// would leave no owner, model.ErrNotFound for no such member. When it
-	// lowers what the member's API keys of the organization may do (owner
-	// or admin to member), it returns those keys' ids, so that what they
-	// hold as admin keys ends (the other servers are not told: see
-	// docs/organizations.md).
-	SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) ([]string, error)
+	// would leave no owner, model.ErrNotFound for no such member. A
+	// demotion (owner or admin to member) lowers the member's admin keys of
+	// the organization to member keys: it counts one more demotion on each
+	// (model.APIKey.Demotions) and returns them, so that what they hold as
+	// admin keys ends (the other servers are told, as for a revocation).
+	// Any other change (a promotion, owner to admin) returns none.
+	SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) ([]DemotedKey, error)
 	// RemoveOrgMember removes a member, revokes at t the API keys of the
 	// organization they hold and deletes the SSH keys they registered in
 	// it and the webhook subscriptions (with their deliveries) they

@@ -139,9 +139,11 @@ func (s *Store) memberRole(ctx context.Context, tx *sql.Tx, orgID, accountID str
 	return role, s.mapErr(err)
 }
 
-// SetOrgMemberRole implements orgs.Store.
-func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) ([]string, error) {
-	var lowered []string
+// SetOrgMemberRole implements orgs.Store. A demotion to member (from
+// owner or admin) counts one more demotion on each admin key of the
+// organization the member holds, and notifies the other servers of each.
+func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) ([]orgs.DemotedKey, error) {
+	var lowered []orgs.DemotedKey
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		lowered = nil
 		if err := s.lockOrg(ctx, tx, orgID); err != nil {
@@ -164,12 +166,27 @@ func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role str
 		if err != nil {
 			return fmt.Errorf("update member: %w", err)
 		}
-		if cur == model.RoleMember || role != model.RoleMember {
-			return nil
+		if model.EffectiveKeyRole(model.RoleAdmin, cur) != model.RoleAdmin || model.EffectiveKeyRole(model.RoleAdmin, role) == model.RoleAdmin {
+			return nil // not a demotion: no admin key of theirs acts lower than it did
 		}
-		lowered, err = queryAllIn(ctx, tx, s, "member's keys", scanString,
-			`SELECT id FROM api_keys WHERE account_id = ? AND member_id = ? AND revoked_at IS NULL AND role = ?`, orgID, accountID, model.RoleAdmin)
-		return err
+		const mine = ` WHERE account_id = ? AND member_id = ? AND role = ? AND revoked_at IS NULL`
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET demotions = demotions + 1`+mine), orgID, accountID, model.RoleAdmin); err != nil {
+			return fmt.Errorf("demote member's keys: %w", err)
+		}
+		lowered, err = queryAllIn(ctx, tx, s, "member's keys", func(r rowScanner) (orgs.DemotedKey, error) {
+			var k orgs.DemotedKey
+			err := r.Scan(&k.ID, &k.Demotions)
+			return k, err
+		}, `SELECT id, demotions FROM api_keys`+mine+` ORDER BY id`, orgID, accountID, model.RoleAdmin)
+		if err != nil {
+			return err
+		}
+		for _, k := range lowered {
+			if err := s.notifyDemoted(ctx, tx, k.ID, k.Demotions); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return lowered, err
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/orgs"
 	"github.com/boxkite/boxkite/server/webhooks"
@@ -53,24 +56,42 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	if err != nil || got.MemberID != b.ID || got.MemberRole != model.RoleAdmin || acct.Org == nil || acct.Org.Name != "acme" {
 		t.Fatalf("APIKeyByHash = %+v %+v, %v", got, acct, err)
 	}
-	if role, err := ms.APIKeyRole(ctx, k.ID, base); err != nil || role != model.RoleAdmin {
-		t.Errorf("before demotion, APIKeyRole = %q, %v; want admin", role, err)
+	// B's role changes in turn: only a change that lowers B's admin key to
+	// a member's counts a demotion on it, and the count never goes down.
+	type standing struct {
+		Role      string
+		Demotions int64
 	}
-	lowered, err := st.SetOrgMemberRole(ctx, o.ID, b.ID, model.RoleMember)
-	if err != nil {
-		t.Fatal(err)
+	for _, step := range []struct {
+		role    string
+		lowered []orgs.DemotedKey
+		want    standing // APIKeyRole after the change
+	}{
+		{model.RoleOwner, nil, standing{model.RoleAdmin, 0}},
+		{model.RoleAdmin, nil, standing{model.RoleAdmin, 0}}, // owner to admin: the key stays an admin's
+		{model.RoleMember, []orgs.DemotedKey{{ID: k.ID, Demotions: 1}}, standing{model.RoleMember, 1}},
+		{model.RoleMember, nil, standing{model.RoleMember, 1}},
+		{model.RoleAdmin, nil, standing{model.RoleAdmin, 1}}, // a promotion back: the count stays
+		{model.RoleOwner, nil, standing{model.RoleAdmin, 1}},
+		{model.RoleMember, []orgs.DemotedKey{{ID: k.ID, Demotions: 2}}, standing{model.RoleMember, 2}},
+	} {
+		lowered, err := st.SetOrgMemberRole(ctx, o.ID, b.ID, step.role)
+		if err != nil {
+			t.Fatalf("SetOrgMemberRole %s: %v", step.role, err)
+		}
+		if diff := cmp.Diff(step.lowered, lowered, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("made %s, the keys lowered (-want +got):\n%s", step.role, diff)
+		}
+		role, n, err := ms.APIKeyRole(ctx, k.ID, base)
+		if diff := cmp.Diff(step.want, standing{role, n}); err != nil || diff != "" {
+			t.Errorf("made %s, APIKeyRole (-want +got):\n%s%v", step.role, diff, err)
+		}
+		if got, _, _ := ms.APIKeyByHash(ctx, k.Hash); got.MemberRole != step.role || got.Demotions != step.want.Demotions {
+			t.Errorf("made %s, APIKeyByHash MemberRole %q Demotions %d", step.role, got.MemberRole, got.Demotions)
+		}
 	}
-	if len(lowered) != 1 || lowered[0] != k.ID {
-		t.Errorf("the demotion lowered keys %v, want [%s]", lowered, k.ID)
-	}
-	if got, _, _ := ms.APIKeyByHash(ctx, k.Hash); got.MemberRole != model.RoleMember {
-		t.Errorf("after demotion, MemberRole = %q", got.MemberRole)
-	}
-	if role, err := ms.APIKeyRole(ctx, k.ID, base); err != nil || role != model.RoleMember {
-		t.Errorf("after demotion, APIKeyRole = %q, %v; want member", role, err)
-	}
-	if lowered, err := st.SetOrgMemberRole(ctx, o.ID, b.ID, model.RoleMember); err != nil || len(lowered) != 0 {
-		t.Errorf("a member made member again lowered %v, %v; want none", lowered, err)
+	if got, err := ms.KeyDemotions(ctx, []string{k.ID, "no-such-key"}); err != nil || !cmp.Equal(got, map[string]int64{k.ID: 2}) {
+		t.Errorf("KeyDemotions = %v, %v; want only B's key's, 2", got, err)
 	}
 	ssh := &model.SSHKey{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, Name: "b", PublicKey: "ssh-ed25519 AAAA", Fingerprint: "SHA256:b", CreatedAt: base}
 	if err := ms.CreateSSHKey(ctx, ssh); err != nil {
@@ -96,7 +117,7 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	if err != nil || len(revoked) != 2 || revoked[0] != k.ID || revoked[1] != ssh.ID {
 		t.Fatalf("RemoveOrgMember = %v, %v", revoked, err)
 	}
-	if role, err := ms.APIKeyRole(ctx, k.ID, base); err != nil || role != "" {
+	if role, _, err := ms.APIKeyRole(ctx, k.ID, base); err != nil || role != "" {
 		t.Errorf("after removal, APIKeyRole = %q, %v; want none", role, err)
 	}
 	if hooks, err := ws.Webhooks(ctx, o.ID); err != nil || len(hooks) != 1 || hooks[0].ID != hookA.ID || hooks[0].MemberID != a.ID {

@@ -48,8 +48,9 @@ type Deps struct {
 	// is still valid.
 	CredentialValid func(ctx context.Context, id string) (bool, error)
 	// KeyRole returns the role API key id acts with now ("" when it is not
-	// valid), read when a takeover token it minted is used.
-	KeyRole func(ctx context.Context, id string) (string, error)
+	// valid) and its count of demotions (model.APIKey.Demotions), read
+	// when a takeover token it minted is used.
+	KeyRole func(ctx context.Context, id string) (role string, demotions int64, err error)
 	// JWTKey is the key that signs tokens.
 	JWTKey func(ctx context.Context) ([]byte, error)
 	// BastionKey is what boxkite-bastion presents; "" turns its route off.

@@ -361,8 +361,14 @@ func (s *Store) RevokedCredentials(ctx context.Context, ids []string, now time.T
 
 // APIKeyRole: open (the role a takeover token's minting key acts with
 // now, read at the token's use, before there is a caller).
-func (s *Store) APIKeyRole(ctx context.Context, id string, now time.Time) (string, error) {
+func (s *Store) APIKeyRole(ctx context.Context, id string, now time.Time) (string, int64, error) {
 	return s.inner.APIKeyRole(ctx, id, now)
+}
+
+// KeyDemotions: open (the server's check of the credentials in flight,
+// which holds no account's data but counts).
+func (s *Store) KeyDemotions(ctx context.Context, ids []string) (map[string]int64, error) {
+	return s.inner.KeyDemotions(ctx, ids)
 }
 
 // SSHKeyByFingerprint: system (every account's records: the server's own work only).
