@@ -246,3 +246,55 @@ func TestRecheckDemotions(t *testing.T) {
 	}
 	h.wantTokenRefused(t, e)
 }
+
+// TestCrossTenantDemotionEndsAdminSSHKeys: an SSH key B registered in A's
+// organization as its admin (which only an admin key may) is deleted by
+// B's demotion to member, as by B's removal: the terminal it opened
+// through the bastion ends, a token minted for it is refused, and the
+// bastion no longer knows it, also after B is promoted back.
+func TestCrossTenantDemotionEndsAdminSSHKeys(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{BastionKey: testBastionKey})
+	fakePTY(t, e)
+	org := e.newOrg(e.KeyA, "a-org")
+	e.join(e.KeyA, e.KeyB, org.ID, "b@example.com", api.OrgRoleAdmin)
+	keyB := e.orgKey(e.KeyB, org.ID, api.RoleAdmin).Key
+	sb := e.create(e.orgKey(e.KeyA, org.ID, "").Key, api.CreateSandboxRequest{})
+	line, _ := authorizedKey(t, "b-laptop")
+	if resp, body := e.do("POST", "/v1/account/ssh-keys", keyB, api.AddSSHKeyRequest{PublicKey: line}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("B registers an ssh key in the organization: %d %s", resp.StatusCode, body)
+	}
+	mint := func() (*http.Response, []byte) {
+		return e.do("POST", "/v1/bastion/takeover-token", testBastionKey, api.BastionTokenRequest{SandboxID: sb.ID, PublicKey: line})
+	}
+	var toks [2]api.TakeoverToken
+	for i := range toks {
+		resp, body := mint()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("bastion token: %d %s", resp.StatusCode, body)
+		}
+		mustUnmarshal(t, body, &toks[i])
+	}
+	term, _, err := dialTakeover(t, e, sb.ID, "", "?token="+toks[0].Token)
+	if err != nil {
+		t.Fatalf("takeover with the ssh key's token: %v", err)
+	}
+	defer term.CloseNow()
+
+	h := adminHold{orgID: org.ID, member: accountID(t, e, e.KeyB)}
+	h.setRole(t, e, api.OrgRoleMember)
+	ctx, cancel := context.WithTimeout(context.Background(), streamEnd)
+	defer cancel()
+	for err == nil {
+		_, _, err = term.Read(ctx)
+	}
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation {
+		t.Errorf("the ssh key's terminal after the demotion: %v; want a policy-violation close", err)
+	}
+	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), toks[1].Token, api.ExecRequest{Command: "id"})
+	wantError(t, resp, body, http.StatusUnauthorized, api.CodeInvalidToken)
+	h.setRole(t, e, api.OrgRoleAdmin)
+	resp, body = mint()
+	wantError(t, resp, body, http.StatusNotFound, api.CodeNotFound)
+}

@@ -141,11 +141,12 @@ func (s *Store) memberRole(ctx context.Context, tx *sql.Tx, orgID, accountID str
 
 // SetOrgMemberRole implements orgs.Store. A demotion to member (from
 // owner or admin) counts one more demotion on each admin key of the
-// organization the member holds, and notifies the other servers of each.
-func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) ([]orgs.DemotedKey, error) {
-	var lowered []orgs.DemotedKey
+// organization the member holds and deletes the SSH keys they registered
+// in it, and notifies the other servers of each.
+func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) (orgs.Demotion, error) {
+	var out orgs.Demotion
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		lowered = nil
+		out = orgs.Demotion{}
 		if err := s.lockOrg(ctx, tx, orgID); err != nil {
 			return err
 		}
@@ -173,7 +174,7 @@ func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role str
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET demotions = demotions + 1`+mine), orgID, accountID, model.RoleAdmin); err != nil {
 			return fmt.Errorf("demote member's keys: %w", err)
 		}
-		lowered, err = queryAllIn(ctx, tx, s, "member's keys", func(r rowScanner) (orgs.DemotedKey, error) {
+		out.Keys, err = queryAllIn(ctx, tx, s, "member's keys", func(r rowScanner) (orgs.DemotedKey, error) {
 			var k orgs.DemotedKey
 			err := r.Scan(&k.ID, &k.Demotions)
 			return k, err
@@ -181,14 +182,25 @@ func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role str
 		if err != nil {
 			return err
 		}
-		for _, k := range lowered {
+		for _, k := range out.Keys {
 			if err := s.notifyDemoted(ctx, tx, k.ID, k.Demotions); err != nil {
+				return err
+			}
+		}
+		if out.SSHKeys, err = s.memberSSHKeys(ctx, tx, orgID, accountID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM ssh_keys WHERE account_id = ? AND member_id = ?`), orgID, accountID); err != nil {
+			return fmt.Errorf("delete member's ssh keys: %w", err)
+		}
+		for _, id := range out.SSHKeys {
+			if err := s.notifyRevoked(ctx, tx, id); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	return lowered, err
+	return out, err
 }
 
 // RemoveOrgMember implements orgs.Store.

@@ -57,30 +57,36 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 		t.Fatalf("APIKeyByHash = %+v %+v, %v", got, acct, err)
 	}
 	// B's role changes in turn: only a change that lowers B's admin key to
-	// a member's counts a demotion on it, and the count never goes down.
+	// a member's counts a demotion on it, and the count never goes down;
+	// the first demotion deletes the SSH key B registered in the
+	// organization as an admin.
+	ssh0 := &model.SSHKey{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, Name: "b0", PublicKey: "ssh-ed25519 AAAB", Fingerprint: "SHA256:b0", CreatedAt: base}
+	if err := ms.CreateSSHKey(ctx, ssh0); err != nil {
+		t.Fatal(err)
+	}
 	type standing struct {
 		Role      string
 		Demotions int64
 	}
 	for _, step := range []struct {
 		role    string
-		lowered []orgs.DemotedKey
+		demoted orgs.Demotion
 		want    standing // APIKeyRole after the change
 	}{
-		{model.RoleOwner, nil, standing{model.RoleAdmin, 0}},
-		{model.RoleAdmin, nil, standing{model.RoleAdmin, 0}}, // owner to admin: the key stays an admin's
-		{model.RoleMember, []orgs.DemotedKey{{ID: k.ID, Demotions: 1}}, standing{model.RoleMember, 1}},
-		{model.RoleMember, nil, standing{model.RoleMember, 1}},
-		{model.RoleAdmin, nil, standing{model.RoleAdmin, 1}}, // a promotion back: the count stays
-		{model.RoleOwner, nil, standing{model.RoleAdmin, 1}},
-		{model.RoleMember, []orgs.DemotedKey{{ID: k.ID, Demotions: 2}}, standing{model.RoleMember, 2}},
+		{model.RoleOwner, orgs.Demotion{}, standing{model.RoleAdmin, 0}},
+		{model.RoleAdmin, orgs.Demotion{}, standing{model.RoleAdmin, 0}}, // owner to admin: the key stays an admin's
+		{model.RoleMember, orgs.Demotion{Keys: []orgs.DemotedKey{{ID: k.ID, Demotions: 1}}, SSHKeys: []string{ssh0.ID}}, standing{model.RoleMember, 1}},
+		{model.RoleMember, orgs.Demotion{}, standing{model.RoleMember, 1}},
+		{model.RoleAdmin, orgs.Demotion{}, standing{model.RoleAdmin, 1}}, // a promotion back: the count stays
+		{model.RoleOwner, orgs.Demotion{}, standing{model.RoleAdmin, 1}},
+		{model.RoleMember, orgs.Demotion{Keys: []orgs.DemotedKey{{ID: k.ID, Demotions: 2}}}, standing{model.RoleMember, 2}},
 	} {
-		lowered, err := st.SetOrgMemberRole(ctx, o.ID, b.ID, step.role)
+		demoted, err := st.SetOrgMemberRole(ctx, o.ID, b.ID, step.role)
 		if err != nil {
 			t.Fatalf("SetOrgMemberRole %s: %v", step.role, err)
 		}
-		if diff := cmp.Diff(step.lowered, lowered, cmpopts.EquateEmpty()); diff != "" {
-			t.Errorf("made %s, the keys lowered (-want +got):\n%s", step.role, diff)
+		if diff := cmp.Diff(step.demoted, demoted, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("made %s, what the change ended (-want +got):\n%s", step.role, diff)
 		}
 		role, n, err := ms.APIKeyRole(ctx, k.ID, base)
 		if diff := cmp.Diff(step.want, standing{role, n}); err != nil || diff != "" {
@@ -92,6 +98,9 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	}
 	if got, err := ms.KeyDemotions(ctx, []string{k.ID, "no-such-key"}); err != nil || !cmp.Equal(got, map[string]int64{k.ID: 2}) {
 		t.Errorf("KeyDemotions = %v, %v; want only B's key's, 2", got, err)
+	}
+	if _, err := ms.SSHKeyByFingerprint(ctx, ssh0.Fingerprint); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("the SSH key B registered before the demotion: %v; want it deleted", err)
 	}
 	ssh := &model.SSHKey{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, Name: "b", PublicKey: "ssh-ed25519 AAAA", Fingerprint: "SHA256:b", CreatedAt: base}
 	if err := ms.CreateSSHKey(ctx, ssh); err != nil {
