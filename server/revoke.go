@@ -286,3 +286,10 @@ func (s *Server) credentialValid(ctx context.Context, id string) (bool, error) {
 	}
 	return len(gone) == 0, nil
 }
+
+// keyRole returns the role API key id acts with now, "" when it is not
+// valid, and its count of demotions: what a takeover token's use checks
+// its minting key against.
+func (s *Server) keyRole(ctx context.Context, id string) (string, int64, error) {
+	return s.store.APIKeyRole(ctx, id, s.now())
+}

@@ -200,7 +200,7 @@ func (s *Server) newTakeover() (err error) {
 		WatchCalls:      s.calls.Watch,
 		AuthenticateKey: s.authenticateKey,
 		CredentialValid: s.credentialValid,
-		KeyRole:         func(ctx context.Context, id string) (string, int64, error) { return s.store.APIKeyRole(ctx, id, s.now()) },
+		KeyRole:         s.keyRole,
 		JWTKey:          s.jwtKey,
 		BastionKey:      s.cfg.BastionKey,
 		Recording:       s.cfg.TakeoverRecording,
