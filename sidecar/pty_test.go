@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -233,4 +234,32 @@ func TestPTYDetachUntilIdle(t *testing.T) {
 	b := dialPTY(t, url, "")
 	b.send("echo still-$y\n")
 	b.expect("still-sub-42")
+}
+
+// TestPTYOutputToASlowClient: a client slower to take the shared
+// terminal's output than pipeGrace, whose pump is not scheduled for as
+// long either, still gets all of it, the tail the shell wrote just before
+// it exited included, and then the close for the shell's exit. After the
+// shell's end the terminal is closed once background jobs held it for
+// pipeGrace (drain): what it holds by then must still be read (session 26
+// lost such tails in interactive execs and background processes).
+func TestPTYOutputToASlowClient(t *testing.T) {
+	t.Parallel()
+	// Each read and each frame waits twice the grace: the shell has long
+	// exited, its output's tail still in the terminal, when the last
+	// reads come.
+	url, _ := newToolServer(t, Options{slowOutput: func() { time.Sleep(2 * pipeGrace) }})
+	a := dialPTY(t, url, "")
+	a.conn.SetReadLimit(1 << 20)
+	// More than the terminal holds: the shell waits for the pump to
+	// read its output, and exits with the tail still unread.
+	const size = 32<<10 + 17
+	a.send(fmt.Sprintf("head -c %d /dev/zero | tr '\\0' Q; echo; echo E\"\"ND; exit\n", size))
+	if got := a.closed(); got != websocket.StatusNormalClosure {
+		t.Errorf("close status %v after exit, want normal closure", got)
+	}
+	out := a.buf.String()
+	if want := strings.Repeat("Q", size) + "\r\nEND\r\n"; !strings.Contains(out, want) {
+		t.Errorf("output holds %d Qs and END %v; want %d Qs, then END", strings.Count(out, "Q"), strings.Contains(out, "END"), size)
+	}
 }

@@ -300,6 +300,7 @@ func (d *Driver) WatchStorage(ctx context.Context, changed func(id string, froze
 			return fmt.Errorf("read free disk space: %w", err)
 		}
 		total, free := int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
+		d.maybeGrowClonePool(total) // a host grown while no create came
 		w := d.watermark(total)
 		switch {
 		case w > 0 && free < w/2:

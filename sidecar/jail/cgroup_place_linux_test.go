@@ -219,7 +219,7 @@ func BenchmarkCgroupPlacement(b *testing.B) {
 					if mode == "old" {
 						pid, err = syscall.ForkExec("/bin/cat", []string{"cat"}, attr)
 					} else {
-						pid, err = forkJail("/bin/cat", []string{"cat"}, nil, "/", []int{int(r.Fd()), 2, 2}, jailAttr, SidecarCaps(false), nil)
+						pid, err = forkJail(forkOptions{path: "/bin/cat", argv: []string{"cat"}, dir: "/", files: []int{int(r.Fd()), 2, 2}, attr: jailAttr, keep: SidecarCaps(false)})
 					}
 					if err == nil {
 						_ = unix.Getrusage(unix.RUSAGE_THREAD, &ru0)
@@ -230,7 +230,7 @@ func BenchmarkCgroupPlacement(b *testing.B) {
 				case "self":
 					var place *cgroupPlace
 					if place, err = openCgroupPlace(cg.Dirs); err == nil {
-						pid, err = forkJail("/bin/cat", []string{"cat"}, nil, "/", []int{int(r.Fd()), 2, 2}, jailAttr, SidecarCaps(false), place)
+						pid, err = forkJail(forkOptions{path: "/bin/cat", argv: []string{"cat"}, dir: "/", files: []int{int(r.Fd()), 2, 2}, attr: jailAttr, keep: SidecarCaps(false), place: place})
 						selfMoves += int64(len(place.write))
 						place.close()
 					}
@@ -452,7 +452,7 @@ func TestForkJailPlacementFails(t *testing.T) {
 			if err := unix.Rmdir(cg.Dirs[i]); err != nil {
 				t.Fatal(err)
 			}
-			_, err = forkJail("/bin/true", []string{"true"}, nil, "/", []int{0, 1, 2}, sysProcAttr(spec), SidecarCaps(false), place)
+			_, err = forkJail(forkOptions{path: "/bin/true", argv: []string{"true"}, dir: "/", files: []int{0, 1, 2}, attr: sysProcAttr(spec), keep: SidecarCaps(false), place: place})
 			place.close()
 			// A dead cgroup: ENODEV from its tasks file, ENOENT from clone3.
 			if err == nil || !strings.HasPrefix(err.Error(), "place jail in cgroup: ") || !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.ENOENT) {
