@@ -299,6 +299,18 @@ func withoutClone3(t *testing.T, off, refuse bool) {
 	t.Cleanup(func() { noClone3.Store(was); cloneArgsSize = size })
 }
 
+// clone3Ways are the ways a jail's clone goes into its cgroup
+// (withoutClone3): clone3 into the cgroup2 directory, clone3 taken as
+// refused already, and clone3 refused by the kernel at the clone.
+var clone3Ways = []struct {
+	name            string
+	noClone, refuse bool
+}{
+	{"clone3", false, false},
+	{"without clone3", true, false},
+	{"clone3 refused at the clone", false, true},
+}
+
 // TestStartOwnedPlaces: a jail's clone (startOwned: asOwner, forkJail)
 // starts the jail in every directory of its cgroup before it runs
 // anything: the binary it executes reads, as its first act, its own
@@ -309,14 +321,7 @@ func withoutClone3(t *testing.T, off, refuse bool) {
 // "0" to cgroup.procs); the first must not have fallen back.
 func TestStartOwnedPlaces(t *testing.T) {
 	c := realCgroups(t)
-	for i, tt := range []struct {
-		name            string
-		noClone, refuse bool
-	}{
-		{"clone3", false, false},
-		{"without clone3", true, false},
-		{"clone3 refused at the clone", false, true},
-	} {
+	for i, tt := range clone3Ways {
 		t.Run(tt.name, func(t *testing.T) {
 			withoutClone3(t, tt.noClone, tt.refuse)
 			name := fmt.Sprintf("jailtest.selfplace.%d.%d", os.Getpid(), i)
@@ -381,14 +386,7 @@ func TestStartOwnedPlaces(t *testing.T) {
 // hierarchy without clone3, name paths above the jail's.
 func TestStartOwnedCgroupNamespace(t *testing.T) {
 	c := realCgroups(t)
-	for i, tt := range []struct {
-		name            string
-		noClone, refuse bool
-	}{
-		{"clone3", false, false},
-		{"without clone3", true, false},
-		{"clone3 refused at the clone", false, true},
-	} {
+	for i, tt := range clone3Ways {
 		t.Run(tt.name, func(t *testing.T) {
 			withoutClone3(t, tt.noClone, tt.refuse)
 			cg, err := c.Create(fmt.Sprintf("jailtest.cgroupns.%d.%d", os.Getpid(), i), Limits{Pids: 16})
