@@ -1,13 +1,10 @@
 package server_test
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
-	"github.com/boxkite/boxkite/server/images"
 )
 
 // TestNotFoundNamesTheID: a named resource that is not there answers
@@ -16,12 +13,7 @@ import (
 // "image not found" (images get, rm, logs and log alike).
 func TestNotFoundNamesTheID(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, t.TempDir())
-	imgs, err := images.New(t.TempDir(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWithStore(t, server.Config{Secrets: testSecrets(t, st), Images: imgs}, st)
+	e, _ := newImagesEnv(t)
 	org := e.newOrg(e.KeyB, "not-found")
 	const id = "nosuch0"
 	for _, tt := range []struct{ method, path string }{

@@ -65,12 +65,25 @@ func (s *Service) importImage(w http.ResponseWriter, r *http.Request) error {
 	if len(label) > model.MaxLabelLen {
 		return httpx.InvalidQuery("label", "label is too long", "")
 	}
+	if r.ContentLength > maxImageArchive { // refused before a byte is stored
+		return archiveTooBig()
+	}
 	img, err := st.Import(r.Context(), authz.Account(r.Context()).ID, label, http.MaxBytesReader(w, r.Body, maxImageArchive))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return archiveTooBig()
+	}
 	if err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusAccepted, img)
 	return nil
+}
+
+// archiveTooBig refuses an import's archive past maxImageArchive, which
+// was an internal error once read that far.
+func archiveTooBig() error {
+	return api.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge, "the image archive is larger than %d GiB", maxImageArchive>>30).
+		WithHint("import a smaller image: `docker save` one with fewer or smaller layers")
 }
 
 // buildImage serves POST /v1/images: 202 with a queued build, or 200 with
