@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -195,5 +196,71 @@ func TestPreviewURLs(t *testing.T) {
 	}
 	if strings.Contains(string(logBody), p.Token) || strings.Contains(e.Logs.String(), p.Token) {
 		t.Error("a preview token is in the audit log or the server log")
+	}
+}
+
+// TestPreviewWebSocketTokenInQuery: a WebSocket client given a preview
+// URL opens it with the token in the query. No WebSocket client follows a
+// redirect, so the handshake is not sent one (as a page's GET is, to take
+// the token out of the address bar): it reaches the app, without the
+// token, and the socket works, on the host form and the path form.
+func TestPreviewWebSocketTokenInQuery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	seen := make(chan string, 4)
+	e.Sidecar.Route("/preview/{port}/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(api.HeaderSidecarToken) != e.Sidecar.Token || r.Header.Get("Upgrade") != "websocket" {
+			http.Error(w, "not a WebSocket handshake", http.StatusBadRequest)
+			return
+		}
+		seen <- "path=/" + r.PathValue("path") + " query=" + r.URL.RawQuery + " cookie=" + r.Header.Get("Cookie")
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		_ = brw.Flush()
+		line, _ := brw.ReadString('\n')
+		fmt.Fprint(brw, "echo:"+line)
+		_ = brw.Flush()
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	p := createPreview(t, e, e.KeyA, sb.ID, 8080, 0)
+	addr := strings.TrimPrefix(e.URL, "http://")
+	hostURL, _ := url.Parse(p.URL)
+	pathURL, _ := url.Parse(p.PathURL)
+	for _, tt := range []struct {
+		name, host, target string
+	}{
+		{"host form", hostURL.Host, "/ws?" + hostURL.RawQuery},
+		{"path form", addr, pathURL.Path + "ws?" + pathURL.RawQuery},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"+
+				"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", tt.target, tt.host)
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("handshake: %v", err)
+			}
+			if resp.StatusCode != http.StatusSwitchingProtocols {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+				t.Fatalf("handshake with the token in the query: %d (Location %q) %s; want 101", resp.StatusCode, resp.Header.Get("Location"), b)
+			}
+			if app := <-seen; app != "path=/ws query= cookie=" {
+				t.Errorf("the app got %q; want the path without the token", app)
+			}
+			fmt.Fprint(conn, "hi\n")
+			if line, err := br.ReadString('\n'); err != nil || line != "echo:hi\n" {
+				t.Errorf("through the socket: %q, %v", line, err)
+			}
+		})
 	}
 }

@@ -393,6 +393,14 @@ func (s *ptyShell) feed(ctx context.Context, conn *websocket.Conn, c *ptyClient,
 	case detached:
 		_ = conn.Close(websocket.StatusNormalClosure, "detached")
 	case s.hasEnded():
+		// How it exited, then the close: the bastion's ssh session
+		// exits with the shell's status.
+		if ps := s.cmd.ProcessState; ps != nil {
+			exit := api.PTYControl{Type: api.PTYControlExit, ExitCode: new(exitCode(ps)), Signal: exitSignal(ps)}
+			if b, err := json.Marshal(exit); err == nil {
+				_ = conn.Write(ctx, websocket.MessageText, b)
+			}
+		}
 		_ = conn.Close(websocket.StatusNormalClosure, "shell exited")
 	case lagged:
 		_ = conn.Close(websocket.StatusTryAgainLater, "client too slow; attach again")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +18,10 @@ import (
 
 // term is a test client of the PTY WebSocket that collects what it reads.
 type term struct {
-	t    testing.TB
-	conn *websocket.Conn
-	buf  bytes.Buffer
+	t        testing.TB
+	conn     *websocket.Conn
+	buf      bytes.Buffer
+	controls []string // the text frames read by closed
 }
 
 func dialPTY(t testing.TB, url, query string) *term {
@@ -68,9 +70,13 @@ func (tm *term) closed() websocket.StatusCode {
 	ctx, cancel := context.WithTimeout(tm.t.Context(), 20*time.Second)
 	defer cancel()
 	for {
-		_, b, err := tm.conn.Read(ctx)
+		typ, b, err := tm.conn.Read(ctx)
 		if err != nil {
 			return websocket.CloseStatus(err)
+		}
+		if typ == websocket.MessageText {
+			tm.controls = append(tm.controls, string(b))
+			continue
 		}
 		tm.buf.Write(b)
 	}
@@ -116,11 +122,15 @@ func TestPTYShared(t *testing.T) {
 	a.send("echo s\"\"till-here\n")
 	b.expect("still-here\r\n")
 
-	// The shell exiting closes every client; the next attacher gets a new shell.
-	a.send("exit\n")
+	// The shell exiting closes every client, after telling its exit
+	// status; the next attacher gets a new shell.
+	a.send("exit 3\n")
 	for name, tm := range map[string]*term{"typist": a, "second": b, "watcher": watcher} {
 		if got := tm.closed(); got != websocket.StatusNormalClosure {
 			t.Errorf("%s: close status %v after exit, want normal closure", name, got)
+		}
+		if want := []string{`{"type":"exit","exit_code":3}`}; !slices.Equal(tm.controls, want) {
+			t.Errorf("%s: control frames %q after exit 3, want %q", name, tm.controls, want)
 		}
 	}
 	fresh := dialPTY(t, url, "")

@@ -162,8 +162,11 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, t target) error 
 			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil,
 		})
 		q.Del(api.PreviewTokenParam)
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			// The token leaves the address bar (and Referer) at once.
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !isUpgrade(r) {
+			// The token leaves the address bar (and Referer) at once. Not
+			// from a WebSocket handshake: no WebSocket client follows a
+			// redirect, and none has an address bar; it is proxied with
+			// the token taken out, like any other request.
 			u := *r.URL
 			u.RawQuery = q.Encode()
 			u.Scheme, u.Host = "", ""
@@ -183,6 +186,23 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, t target) error 
 	defer done()
 	s.proxy(rt, t, q).ServeHTTP(w, r.WithContext(ctx))
 	return nil
+}
+
+// isUpgrade reports whether r asks to switch protocols (a WebSocket
+// handshake): its Connection header lists "upgrade" and it names an
+// Upgrade.
+func isUpgrade(r *http.Request) bool {
+	if r.Header.Get("Upgrade") == "" {
+		return false
+	}
+	for _, v := range r.Header.Values("Connection") {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // proxy returns the reverse proxy of one request: to the sidecar's
