@@ -180,7 +180,7 @@ func TestClonePoolFollowsHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Disk == nil || st.Disk.Path != d.data || !st.Disk.Refusing || st.Disk.FreeBytes > 16<<20 {
+	if st.Disk == nil || st.Disk.Path != d.data || !st.Disk.Refusing || st.Disk.FreeBytes > 16<<20 || st.Disk.FreezeBelowBytes != st.Disk.WatermarkBytes/2 {
 		t.Errorf("capacity with the pool full: %+v, want the pool's, refusing", st.Disk)
 	}
 }
