@@ -50,6 +50,11 @@ func TestParseTestOutput(t *testing.T) {
 		{"node.tap", "node", TestReport{Framework: "node", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
 			{File: "/workspace/a.test.js", Line: 4, Name: "bad", Message: "Expected values to be strictly equal: 1 !== 2"},
 		}}},
+		// A failing test inside a describe block: the test is the failure,
+		// not the block that failed because of it.
+		{"node_describe.tap", "node", TestReport{Framework: "node", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
+			{File: "/workspace/nd/a.test.js", Line: 4, Name: "outer # not a directive > inner - with dash", Message: "Expected values to be strictly equal: 1 !== 2"},
+		}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
