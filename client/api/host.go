@@ -47,8 +47,8 @@ type HostAudit struct {
 // the local driver's clone pool, the pool (Path its mount point) when it
 // has less room above its watermark than the host: the one that binds.
 // Below WatermarkBytes free, creates and uploads answer 507
-// insufficient_storage; below FreezeBelowBytes (the host's only: 0 for
-// the pool), running sandboxes are frozen until space is freed.
+// insufficient_storage; below FreezeBelowBytes, running sandboxes are
+// frozen until space is freed.
 type HostDisk struct {
 	Path             string `json:"path"`
 	TotalBytes       int64  `json:"total_bytes"`

@@ -611,10 +611,11 @@ func (d *Driver) Capacity(ctx context.Context, ids []string) (api.HostStatus, er
 	if pw := d.watermark(r.poolTotal); r.poolTotal > 0 && !out.Disk.Refusing && r.poolFree-pw < r.diskFree-w {
 		// The pool has less room above its watermark than the host: it
 		// binds creates (checkPool) and the sandboxes' uploads, whose
-		// disks it holds. It freezes nothing: the host's space does.
+		// disks it holds, and freezes sandboxes below half its
+		// watermark as the host does (diskRoom).
 		out.Disk = &api.HostDisk{
 			Path: d.cow.mnt, TotalBytes: r.poolTotal, FreeBytes: r.poolFree,
-			WatermarkBytes: pw, Refusing: pw > 0 && r.poolFree < pw,
+			WatermarkBytes: pw, FreezeBelowBytes: pw / 2, Refusing: pw > 0 && r.poolFree < pw,
 		}
 	}
 	refuse := r.maxThreads - threadReserve(r.maxThreads)

@@ -180,7 +180,7 @@ func TestClonePoolFollowsHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Disk == nil || st.Disk.Path != d.data || !st.Disk.Refusing || st.Disk.FreeBytes > 16<<20 {
+	if st.Disk == nil || st.Disk.Path != d.data || !st.Disk.Refusing || st.Disk.FreeBytes > 16<<20 || st.Disk.FreezeBelowBytes != st.Disk.WatermarkBytes/2 {
 		t.Errorf("capacity with the pool full: %+v, want the pool's, refusing", st.Disk)
 	}
 }
@@ -239,4 +239,52 @@ func TestClonePoolGrowsInBackground(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the grow's last steps
 	}
 	poolSize(t, d, h)
+}
+
+// TestClonePoolFullFreezes: running sandboxes are frozen while the clone
+// pool holding their disks is below half its watermark, as while the
+// host's filesystem is, and thawed once it has room again; before, only
+// the host's free space was watched, and a sandbox kept writing into a
+// full pool, each write failing.
+func TestClonePoolFullFreezes(t *testing.T) {
+	h := newGrowHost(t, 2<<30)
+	d := newGrowDriver(t, h)
+	create(t, d, "writer")
+	events := make(chan bool, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- d.WatchStorage(ctx, func(id string, frozen bool) {
+			if id == "writer" {
+				events <- frozen
+			}
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	wait := func(want bool) {
+		t.Helper()
+		select {
+		case got := <-events:
+			if got != want {
+				t.Fatalf("sandbox frozen = %v, want %v", got, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("sandbox not frozen = %v a minute after the pool's space changed", want)
+		}
+	}
+	fillPool(t, d, 16<<20)
+	wait(true)
+	fills, err := filepath.Glob(filepath.Join(d.data, "fill-*"))
+	if err != nil || len(fills) != 1 {
+		t.Fatalf("fill files: %v, %v", fills, err)
+	}
+	if err := os.Remove(fills[0]); err != nil {
+		t.Fatal(err)
+	}
+	wait(false)
 }

@@ -77,6 +77,9 @@ type jailFork struct {
 	// hostProc: the host's /proc, for the parent's writes of the id maps
 	// (openProc); nil in all but the spawner's helper.
 	hostProc *os.File
+	// cgroupNS: unshare a cgroup namespace after the cgroup's steps
+	// (forkOptions.cgroupNS); flags then lack CLONE_NEWCGROUP.
+	cgroupNS bool
 }
 
 // cloneArgs is the kernel's struct clone_args up to its cgroup field
@@ -122,8 +125,9 @@ type childStatus struct {
 
 // The child's steps a failure names.
 const (
-	stepStart  = iota // anything but the one below
-	stepCgroup        // a move into its cgroup (cgroupPlace.write)
+	stepStart    = iota // anything but the ones below
+	stepCgroup          // a move into its cgroup (cgroupPlace.write)
+	stepCgroupNS        // its unshare of a cgroup namespace (jailFork.cgroupNS)
 )
 
 // forkOptions are forkJail's arguments.
@@ -136,6 +140,12 @@ type forkOptions struct {
 	keep      []int                // the bounding set the child leaves (SidecarCaps)
 	place     *cgroupPlace         // the cgroup it starts in, or nil
 	hostProc  *os.File             // the host's /proc for the id maps, or nil (openProc)
+	// cgroupNS: the child makes the cgroup namespace attr asks for
+	// (CLONE_NEWCGROUP) itself, once in all of its cgroups, so that it is
+	// rooted there (Launch.CgroupNS): the clone's is rooted at the
+	// caller's cgroups but for the cgroup2 one clone3 places it in. For
+	// a jail no one moves after its clone (placesItself).
+	cgroupNS bool
 }
 
 // forkJail starts o.path as a jail's init (see above) with o.attr, and
@@ -244,8 +254,13 @@ func forkJail(o forkOptions) (int, error) {
 			break
 		}
 	}
-	if n == int(unsafe.Sizeof(child)) && child.step == stepCgroup {
-		return 0, fmt.Errorf("place jail in cgroup: %w", err)
+	if n == int(unsafe.Sizeof(child)) {
+		switch child.step {
+		case stepCgroup:
+			return 0, fmt.Errorf("place jail in cgroup: %w", err)
+		case stepCgroupNS:
+			return 0, fmt.Errorf("enter cgroup namespace: %w", err)
+		}
 	}
 	return 0, &pathError{path, err}
 }
@@ -287,6 +302,10 @@ func newJailFork(o forkOptions) (*jailFork, error) {
 		hostProc: o.hostProc,
 	}
 	a.execFD = -1
+	if o.cgroupNS && attr.Cloneflags&unix.CLONE_NEWCGROUP != 0 {
+		a.flags &^= unix.CLONE_NEWCGROUP
+		a.cgroupNS = true
+	}
 	if fd, ok := procFDPath(path); ok && fd < len(files) {
 		a.execFD = fd
 	}
@@ -435,6 +454,17 @@ func forkJailChild(a *jailFork) (pid uintptr, err syscall.Errno) {
 	a.status.step = stepCgroup
 	for i = 0; i < len(a.place); i++ {
 		if _, _, e = syscall.RawSyscall(unix.SYS_WRITE, uintptr(a.place[i]), uintptr(unsafe.Pointer(&a.zero[0])), 1); e != 0 {
+			goto fail
+		}
+	}
+	// Then, there, its cgroup namespace: rooted at its cgroup, whose
+	// ancestors it hides, and inherited by every thread its init's
+	// runtime starts (a clone's CLONE_NEWCGROUP roots it at the caller's
+	// cgroup, and init made another on one thread, then moved the others
+	// with an all-thread setns: issue 27).
+	if a.cgroupNS {
+		a.status.step = stepCgroupNS
+		if _, _, e = syscall.RawSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); e != 0 {
 			goto fail
 		}
 	}

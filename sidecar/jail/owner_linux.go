@@ -83,6 +83,7 @@ func startForked(cmd *exec.Cmd, spec Spec, place *cgroupPlace) error {
 	pid, err := forkJail(forkOptions{
 		path: cmd.Path, argv: cmd.Args, env: cmd.Env, dir: cmd.Dir, files: fds,
 		attr: cmd.SysProcAttr, keep: SidecarCaps(spec.Nested()), place: place,
+		cgroupNS: placesItself(spec), // Launch.CgroupNS
 	})
 	runtime.KeepAlive(cmd)
 	if err != nil {

@@ -485,6 +485,7 @@ func spawnJail(h helperNS, req spawnRequest, fds []int, netns int) (int, error) 
 			pid, err = forkJail(forkOptions{
 				path: req.Path, argv: req.Args, env: req.Env, dir: req.Dir, files: fds,
 				attr: attr, keep: SidecarCaps(false), place: place, hostProc: h.hostProc,
+				cgroupNS: true, // never a build's or a nested jail's (above)
 			})
 			return err
 		}, func() { _ = unix.Kill(pid, unix.SIGKILL) })
