@@ -264,3 +264,47 @@ func TestPreviewWebSocketTokenInQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviewTossedCookies: a page under the same parent domain (another
+// preview's script, on the preview domain) can set a boxkite_preview
+// cookie with a longer path, which the browser then sends before the
+// preview's own. The preview still opens with its own among them; with
+// none of its own it is 401, and the app never gets any of them.
+func TestPreviewTossedCookies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	e.Sidecar.Route("/preview/{port}/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "cookie=%s", r.Header.Get("Cookie"))
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	attacker := e.create(e.KeyB, api.CreateSandboxRequest{})
+	p := createPreview(t, e, e.KeyA, sb.ID, 8080, 0)
+	theirs := createPreview(t, e, e.KeyB, attacker.ID, 8080, 0)
+	addr := strings.TrimPrefix(e.URL, "http://")
+	hostURL, _ := url.Parse(p.URL)
+	pathURL, _ := url.Parse(p.PathURL)
+	tossed := "boxkite_preview=bxp_junk; boxkite_preview=" + theirs.Token
+	for _, tt := range []struct {
+		name, host, path, cookie string
+		status                   int
+		body                     string
+	}{
+		{"host form, own cookie last", hostURL.Host, "/api/x", tossed + "; app=1; boxkite_preview=" + p.Token, 200, "cookie=app=1"},
+		{"path form, own cookie last", addr, pathURL.Path + "api/x", tossed + "; boxkite_preview=" + p.Token, 200, "cookie="},
+		{"host form, only tossed ones", hostURL.Host, "/api/x", tossed, 401, api.CodePreviewUnauthorized},
+		{"path form, only tossed ones", addr, pathURL.Path, tossed, 401, api.CodePreviewUnauthorized},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+addr+tt.path, nil)
+		req.Host = tt.host
+		req.Header.Set("Cookie", tt.cookie)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.body) || strings.Contains(string(b), "bxp_") {
+			t.Errorf("%s: %d %s; want %d with %q", tt.name, resp.StatusCode, b, tt.status, tt.body)
+		}
+	}
+}

@@ -168,7 +168,9 @@ var (
 	pytestCountRE   = regexp.MustCompile(`(\d+) (passed|failed|errors?)`)
 	pytestHeadRE    = regexp.MustCompile(`^_{3,} (.+?) _{3,}$`)
 	pytestWhereRE   = regexp.MustCompile(`^(\S+\.py):(\d+): (.*)$`)
-	pytestFailedRE  = regexp.MustCompile(`^(FAILED|ERROR) (\S+?)(?: - (.*))?$`)
+	// A test id is a path and names without spaces, then the parameters
+	// of a parametrized test in brackets, which may hold spaces and "::".
+	pytestFailedRE = regexp.MustCompile(`^(FAILED|ERROR) (\S+?(?:\[.*?\])?)(?: - (.*))?$`)
 )
 
 func parsePytest(out string) TestReport {
@@ -214,16 +216,21 @@ func parsePytest(out string) TestReport {
 		}
 		if f := pytestFailedRE.FindStringSubmatch(line); f != nil {
 			id := f[2]
-			file, name, _ := strings.Cut(id, "::")
+			// The parameters (in brackets) may hold "::" themselves.
+			base, params := id, ""
+			if i := strings.IndexByte(id, '['); i >= 0 {
+				base, params = id[:i], id[i:]
+			}
+			file, name, _ := strings.Cut(base, "::")
 			short := name
 			if i := strings.LastIndex(name, "::"); i >= 0 {
 				short = name[i+2:]
 			}
 			// The section's head names a test in a class Class.test.
-			key := short
+			key := short + params
 			tf, ok := where[key]
 			if !ok {
-				key = strings.ReplaceAll(name, "::", ".")
+				key = strings.ReplaceAll(name, "::", ".") + params
 				tf, ok = where[key]
 			}
 			if !ok {
