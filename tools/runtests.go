@@ -268,6 +268,7 @@ type goEvent struct {
 var (
 	goWhereRE = regexp.MustCompile(`^\s+(\S+\.go):(\d+): (.*)$`)
 	goBuildRE = regexp.MustCompile(`^(\S+\.go):(\d+):(?:\d+:)? (.*)$`)
+	goFrameRE = regexp.MustCompile(`^\t(\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$`)
 )
 
 func parseGoTest(out string) TestReport {
@@ -323,10 +324,31 @@ func parseGoTest(out string) TestReport {
 					break
 				}
 			}
+			if tf.File == "" {
+				goPanic(&tf, e.Package, outputs[key])
+			}
 			rep.Failures = append(rep.Failures, tf)
 		}
 	}
 	return rep
+}
+
+// goPanic fills tf from a test that panicked: the message is the
+// panic's, the file and line those of the deepest frame in the test's
+// package (the function line names the package, the next its file).
+func goPanic(tf *TestFailure, pkg string, lines []string) {
+	for i, l := range lines {
+		if tf.Message == "" && strings.HasPrefix(l, "panic: ") {
+			tf.Message, _, _ = strings.Cut(l, " [recovered")
+		}
+		if tf.Message != "" && strings.HasPrefix(l, pkg+".") && i+1 < len(lines) {
+			if f := goFrameRE.FindStringSubmatch(lines[i+1]); f != nil {
+				tf.File = f[1]
+				tf.Line, _ = strconv.Atoi(f[2])
+				return
+			}
+		}
+	}
 }
 
 func hasTestFailure(fs []TestFailure, pkg string) bool {
