@@ -315,18 +315,33 @@ func parseGoTest(out string) TestReport {
 				}
 				continue
 			}
-			rep.Failed++
 			tf := TestFailure{Name: e.Package + "." + e.Test}
-			for _, l := range outputs[key] {
+			lines := outputs[key]
+			for i, l := range lines {
 				if w := goWhereRE.FindStringSubmatch(l); w != nil {
 					tf.File, tf.Message = w[1], w[3]
 					tf.Line, _ = strconv.Atoi(w[2])
+					// A message of several lines: the next ones are
+					// indented deeper than its first.
+					indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+					for _, more := range lines[i+1:] {
+						if !strings.HasPrefix(more, indent+"    ") {
+							break
+						}
+						tf.Message += "\n" + strings.TrimSpace(more)
+					}
 					break
 				}
 			}
 			if tf.File == "" {
-				goPanic(&tf, e.Package, outputs[key])
+				goPanic(&tf, e.Package, lines)
 			}
+			if tf.File == "" && slices.ContainsFunc(rep.Failures, func(f TestFailure) bool { return strings.HasPrefix(f.Name, tf.Name+"/") }) {
+				// A test that failed only because its subtests did: they
+				// are the failures.
+				continue
+			}
+			rep.Failed++
 			rep.Failures = append(rep.Failures, tf)
 		}
 	}

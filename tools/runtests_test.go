@@ -48,6 +48,11 @@ func TestParseTestOutput(t *testing.T) {
 		{"gotest_panic.json", "go", TestReport{Framework: "go", Parsed: true, Failed: 1, Failures: []TestFailure{
 			{File: "/workspace/gm/sub/a_test.go", Line: 18, Name: "ex/sub.TestPanic", Message: "panic: assignment to entry in nil map"},
 		}}},
+		// A failing subtest whose message has two lines: it is the failure,
+		// not also its parent, which failed only because of it.
+		{"gotest_subtests.json", "go", TestReport{Framework: "go", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
+			{File: "/workspace/gm/sub/a_test.go", Line: 14, Name: "ex/sub.TestTable/case_with_space/and::colons#01", Message: "x = 2\nsecond line"},
+		}}},
 		{"gobuild.json", "go", TestReport{Framework: "go", Parsed: true, Errors: 1, Failures: []TestFailure{
 			{File: "./broken.go", Line: 3, Name: "ex", Message: "syntax error: unexpected {, expected )"},
 		}}},
