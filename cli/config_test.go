@@ -284,7 +284,7 @@ func TestConfigSetWritesOnlyTheFile(t *testing.T) {
 	if r := runCLI(t, "", "config", "set-url", "https://boxkite.example.com/"); r.code != 0 {
 		t.Fatalf("set-url: %+v", r)
 	}
-	if r := runCLI(t, "bxk_live_piped\n", "config", "set-key"); r.code != 0 {
+	if r := runCLI(t, "bxk_live_pipedpipedpipedpipedpipedpipedpipedpipedpip\n", "config", "set-key"); r.code != 0 {
 		t.Fatalf("set-key: %+v", r)
 	}
 	path := filepath.Join(home, hostedFile)
@@ -292,7 +292,7 @@ func TestConfigSetWritesOnlyTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "version = 1\nbase_url = 'https://boxkite.example.com'\napi_key = 'bxk_live_piped'\n"
+	want := "version = 1\nbase_url = 'https://boxkite.example.com'\napi_key = 'bxk_live_pipedpipedpipedpipedpipedpipedpipedpipedpip'\n"
 	if diff := cmp.Diff(want, string(b)); diff != "" {
 		t.Errorf("config.toml (-want +got):\n%s", diff)
 	}

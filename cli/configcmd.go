@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 func newConfigCmd(app *App) *cobra.Command {
@@ -99,7 +102,9 @@ func newConfigSetKeyCmd(app *App) *cobra.Command {
 		Short: "Set the hosted server's API key in config.toml (reads stdin without KEY)",
 		Long: `Set the API key for the hosted server in config.toml, or in the file of the
 context chosen with --context or 'boxkite context use'. Without KEY the key
-is read from the first line of stdin, which keeps it out of shell history.`,
+is read from the first line of stdin, which keeps it out of shell history.
+A key of another shape than the server issues (bxk_live_ and 43 more
+characters) is refused, and the file keeps the key it had.`,
 		Example: "  boxkite config set-key bxk_live_…\n  pass show boxkite | boxkite config set-key",
 		Args:    usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -174,11 +179,26 @@ func readKeyLine(app *App) (string, bool) {
 	return line, err == nil || line != ""
 }
 
-// checkAPIKey trims a key given by hand and refuses an empty or spaced one.
+// checkAPIKey trims a key given by hand and refuses one of another shape
+// than the server mints (api.ValidAPIKey), so a key cut short by a copy,
+// or something else pasted, is never stored. The message never shows the
+// key: it is a secret, and this is a terminal.
 func checkAPIKey(key string) (string, error) {
 	key = strings.TrimSpace(key)
-	if key == "" || strings.ContainsAny(key, " \t") {
-		return "", usageErrorf("keys look like bxk_live_…", "invalid API key")
+	if api.ValidAPIKey(key) {
+		return key, nil
 	}
-	return key, nil
+	const hint = "copy the whole key 'boxkite keys create' printed (bxk_live_ and 43 more characters); 'boxkite keys create' makes another"
+	var why string
+	switch rest, ok := strings.CutPrefix(key, api.APIKeyPrefix); {
+	case key == "":
+		why = "it is empty"
+	case !ok:
+		why = "it does not start with " + api.APIKeyPrefix
+	case utf8.RuneCountInString(rest) != 43:
+		why = fmt.Sprintf("%d characters follow %s, not 43", utf8.RuneCountInString(rest), api.APIKeyPrefix)
+	default:
+		why = "it holds characters other than letters, digits, '-' and '_'"
+	}
+	return "", usageErrorf(hint, "invalid API key: %s", why)
 }

@@ -34,7 +34,7 @@ func TestConnHintNamesTheRightServer(t *testing.T) {
 		{
 			name: "an added context on loopback",
 			setup: func(t *testing.T, _ string) {
-				if r := runCLI(t, "", "context", "add", "stg", down, "--api-key", "bxk_live_x"); r.code != 0 {
+				if r := runCLI(t, "", "context", "add", "stg", down, "--api-key", "bxk_live_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"); r.code != 0 {
 					t.Fatalf("context add: %+v", r)
 				}
 			},

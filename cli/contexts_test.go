@@ -32,7 +32,7 @@ func contextServer(t *testing.T, name, key string) string {
 func TestContextCommands(t *testing.T) {
 	home := isolate(t)
 	localURL := contextServer(t, "local", "bxk_live_local")
-	otherURL := contextServer(t, "other", "bxk_live_other")
+	otherURL := contextServer(t, "other", "bxk_live_otherotherotherotherotherotherotherotheroth")
 	writeFile(t, filepath.Join(home, localFile), "base_url = '"+localURL+"'\napi_key = 'bxk_live_local'\n")
 
 	labels := func(args ...string) string {
@@ -47,7 +47,7 @@ func TestContextCommands(t *testing.T) {
 		t.Errorf("before any context: session ls reached %q, want on-local", got)
 	}
 
-	r := runCLI(t, "bxk_live_other\n", "context", "add", "other", otherURL+"/", "--api-key", "-")
+	r := runCLI(t, "bxk_live_otherotherotherotherotherotherotherotheroth\n", "context", "add", "other", otherURL+"/", "--api-key", "-")
 	if r.code != 0 || !strings.Contains(r.stderr, "added context other") {
 		t.Fatalf("context add: %+v", r)
 	}
@@ -79,17 +79,17 @@ func TestContextCommands(t *testing.T) {
 		t.Errorf("context ls --jq = %q, want %q", r.stdout, want)
 	}
 	r = runCLI(t, "", "context", "ls")
-	if strings.Contains(r.stdout, "bxk_live_other") || !strings.Contains(r.stdout, "bxk_live_****") {
+	if strings.Contains(r.stdout, "bxk_live_otherotherotherotherotherotherotherotheroth") || !strings.Contains(r.stdout, "bxk_live_****") {
 		t.Errorf("context ls must mask keys:\n%s", r.stdout)
 	}
 	if r := runCLI(t, "", "config", "show", "--jq", `.[] | select(.key == "context") | .source`); !strings.Contains(r.stdout, filepath.Join(home, currentFile)) {
 		t.Errorf("config show names the context's source %q", r.stdout)
 	}
 	// config set-key changes the chosen context's file, not config.toml.
-	if r := runCLI(t, "", "config", "set-key", "bxk_live_rotated"); r.code != 0 {
+	if r := runCLI(t, "", "config", "set-key", "bxk_live_rotatedrotatedrotatedrotatedrotatedrotatedr"); r.code != 0 {
 		t.Fatalf("config set-key: %+v", r)
 	}
-	if b, _ := os.ReadFile(contextFile(home, "other")); !strings.Contains(string(b), "bxk_live_rotated") {
+	if b, _ := os.ReadFile(contextFile(home, "other")); !strings.Contains(string(b), "bxk_live_rotatedrotatedrotatedrotatedrotatedrotatedr") {
 		t.Errorf("contexts/other.toml after set-key:\n%s", b)
 	}
 	if _, err := os.Stat(filepath.Join(home, hostedFile)); err == nil {

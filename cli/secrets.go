@@ -59,6 +59,10 @@ granted only to sandboxes created with it after.`,
 			"  boxkite session create --secret GITHUB_TOKEN",
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The server's rule, checked before the value is asked for.
+			if err := api.CheckSecretName(args[0]); err != nil {
+				return fmt.Errorf("set secret: %w", err)
+			}
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coder/websocket"
 
@@ -31,6 +32,21 @@ type Terminal struct {
 
 	mu sync.Mutex // guards r: Read is not for concurrent use
 	r  io.Reader  // the current binary message
+
+	exit atomic.Pointer[api.PTYControl] // the shell's exit, once told
+}
+
+// Exited reports how the terminal's shell exited, once Read returned
+// io.EOF for it: its exit code (128+signal when a signal ended it) and the
+// signal's number, or 0. ok is false while it runs, after a detach (it
+// kept running), and when the sandbox's sidecar is older than the exit
+// message (api.PTYControlExit).
+func (t *Terminal) Exited() (code, signal int, ok bool) {
+	c := t.exit.Load()
+	if c == nil {
+		return 0, 0, false
+	}
+	return *c.ExitCode, c.Signal, true
 }
 
 // Attach connects to the terminal of sandbox id (WS …/takeover). ctx bounds
@@ -129,9 +145,15 @@ func (t *Terminal) Read(p []byte) (int, error) {
 			return 0, closeErr(err)
 		}
 		if typ != websocket.MessageBinary {
-			// Text frames are control messages; none travels this way yet.
-			if _, err := io.Copy(io.Discard, r); err != nil {
+			// Text frames are control messages: the shell's exit status
+			// before the close is kept for Exited.
+			b, err := io.ReadAll(r)
+			if err != nil {
 				return 0, closeErr(err)
+			}
+			var c api.PTYControl
+			if json.Unmarshal(b, &c) == nil && c.Type == api.PTYControlExit && c.ExitCode != nil {
+				t.exit.Store(&c)
 			}
 			continue
 		}

@@ -25,7 +25,13 @@ const interactiveChunk = 32 << 10
 type Interactive struct {
 	conn    *websocket.Conn
 	writeMu sync.Mutex
+	signal  int // set by Run from the exit frame
 }
+
+// Signal is, after Run returned an exit code, the number of the signal
+// that ended the command (the code is then 128+Signal), or 0 when it
+// exited: it tells `exit 130` from a SIGINT.
+func (x *Interactive) Signal() int { return x.signal }
 
 // StartInteractive starts req in sandbox id (WS …/exec/interactive). ctx
 // bounds the whole command, not just the start. The client's credential
@@ -104,6 +110,7 @@ func (x *Interactive) Run(ctx context.Context, stdin io.Reader, stdout, stderr i
 					_, _ = io.WriteString(stderr, c.Message+"\n")
 				}
 				_ = x.conn.Close(websocket.StatusNormalClosure, "")
+				x.signal = c.Signal
 				return *c.ExitCode, nil
 			}
 			continue

@@ -149,6 +149,7 @@ func TestAttach(t *testing.T) {
 				conn.Write(ctx, websocket.MessageText, []byte(`{"ignored":true}`))
 			}
 			if string(b) == "exit" {
+				conn.Write(ctx, websocket.MessageText, []byte(`{"type":"exit","exit_code":137,"signal":9}`))
 				conn.Close(websocket.StatusNormalClosure, "shell exited")
 				return
 			}
@@ -167,6 +168,9 @@ func TestAttach(t *testing.T) {
 	if err := term.Resize(120, 40); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, ok := term.Exited(); ok {
+		t.Errorf("Exited() is ok while the shell runs")
+	}
 	if _, err := term.Write([]byte("exit")); err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +181,10 @@ func TestAttach(t *testing.T) {
 	want := "ro=1\nhello" + `{"type":"resize","cols":120,"rows":40}`
 	if string(out) != want {
 		t.Errorf("output = %q, want %q", out, want)
+	}
+	// The exit frame before the close is how the shell exited, not output.
+	if code, sig, ok := term.Exited(); code != 137 || sig != 9 || !ok {
+		t.Errorf("Exited() = %d, %d, %v; want 137, 9, true", code, sig, ok)
 	}
 
 	// Refusals before the upgrade are *api.Error, as for any route.

@@ -40,8 +40,8 @@ func (s *Server) newE2BPort() (err error) {
 		CredentialValid: s.credentialValid,
 		Sandboxes:       s.sandboxes, Snapshots: s.snap, Driver: s.baseDriver(), MaxLifetime: s.cfg.MaxLifetime,
 		Allowlists: s.allowlists, Sidecars: s.sidecars, Audit: s.alog, DialSidecarWS: s.dialSidecarWS,
-		WatchRevocation: func(keyID string, expires *time.Time, cancel context.CancelCauseFunc) func() {
-			return s.watchCredential(keyID, expires, cancel)
+		WatchRevocation: func(keyID string, expires *time.Time, demotions int64, cancel context.CancelCauseFunc) func() {
+			return s.watchCredential(keyID, expires, demotions, cancel)
 		},
 		ReserveInterpreter: func(account string) (func(), error) {
 			return s.held.Reserve(account, hold.Interpreter, "code cell", e2bHeldHint)

@@ -162,7 +162,7 @@ func dig(v any, keys ...string) any {
 
 // TestOpenAPIErrorCodes: Error.code's enum is every error code of
 // client/api (its Code* constants), and Image.failure_code's the image
-// build failures, so a code added there without being documented fails.
+// builds' and imports' failures, so a code added there without being documented fails.
 func TestOpenAPIErrorCodes(t *testing.T) {
 	doc := openAPIDoc(t)
 	enum := func(schema, prop string) map[string]bool {
@@ -183,7 +183,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	}
 	for name, code := range consts {
 		documented := errCodes
-		if strings.HasPrefix(name, "CodeImageBuild") {
+		if strings.HasPrefix(name, "CodeImageBuild") || strings.HasPrefix(name, "CodeImageImport") {
 			documented = imageCodes
 		}
 		if !documented[code] {

@@ -23,6 +23,7 @@ func (s *Server) newOrgs() error {
 	svc, err := orgs.New(orgs.Deps{
 		Store: ost, Log: s.log, Now: func() time.Time { return s.now() },
 		Revoked: func(id string) { s.revocations.revoke(id, s.now()) },
+		Demoted: func(id string, n int64) { s.revocations.demote(id, n, s.now()) },
 		Limits: api.OrganizationQuota{
 			MaxConcurrentSandboxes: s.cfg.Limits.AccountConcurrent,
 			MonthlySandboxHours:    s.cfg.Limits.MonthlySandboxHours,

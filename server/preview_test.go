@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -195,5 +196,115 @@ func TestPreviewURLs(t *testing.T) {
 	}
 	if strings.Contains(string(logBody), p.Token) || strings.Contains(e.Logs.String(), p.Token) {
 		t.Error("a preview token is in the audit log or the server log")
+	}
+}
+
+// TestPreviewWebSocketTokenInQuery: a WebSocket client given a preview
+// URL opens it with the token in the query. No WebSocket client follows a
+// redirect, so the handshake is not sent one (as a page's GET is, to take
+// the token out of the address bar): it reaches the app, without the
+// token, and the socket works, on the host form and the path form.
+func TestPreviewWebSocketTokenInQuery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	seen := make(chan string, 4)
+	e.Sidecar.Route("/preview/{port}/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(api.HeaderSidecarToken) != e.Sidecar.Token || r.Header.Get("Upgrade") != "websocket" {
+			http.Error(w, "not a WebSocket handshake", http.StatusBadRequest)
+			return
+		}
+		seen <- "path=/" + r.PathValue("path") + " query=" + r.URL.RawQuery + " cookie=" + r.Header.Get("Cookie")
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		_ = brw.Flush()
+		line, _ := brw.ReadString('\n')
+		fmt.Fprint(brw, "echo:"+line)
+		_ = brw.Flush()
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	p := createPreview(t, e, e.KeyA, sb.ID, 8080, 0)
+	addr := strings.TrimPrefix(e.URL, "http://")
+	hostURL, _ := url.Parse(p.URL)
+	pathURL, _ := url.Parse(p.PathURL)
+	for _, tt := range []struct {
+		name, host, target string
+	}{
+		{"host form", hostURL.Host, "/ws?" + hostURL.RawQuery},
+		{"path form", addr, pathURL.Path + "ws?" + pathURL.RawQuery},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"+
+				"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", tt.target, tt.host)
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("handshake: %v", err)
+			}
+			if resp.StatusCode != http.StatusSwitchingProtocols {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+				t.Fatalf("handshake with the token in the query: %d (Location %q) %s; want 101", resp.StatusCode, resp.Header.Get("Location"), b)
+			}
+			if app := <-seen; app != "path=/ws query= cookie=" {
+				t.Errorf("the app got %q; want the path without the token", app)
+			}
+			fmt.Fprint(conn, "hi\n")
+			if line, err := br.ReadString('\n'); err != nil || line != "echo:hi\n" {
+				t.Errorf("through the socket: %q, %v", line, err)
+			}
+		})
+	}
+}
+
+// TestPreviewTossedCookies: a page under the same parent domain (another
+// preview's script, on the preview domain) can set a boxkite_preview
+// cookie with a longer path, which the browser then sends before the
+// preview's own. The preview still opens with its own among them; with
+// none of its own it is 401, and the app never gets any of them.
+func TestPreviewTossedCookies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	e.Sidecar.Route("/preview/{port}/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "cookie=%s", r.Header.Get("Cookie"))
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	attacker := e.create(e.KeyB, api.CreateSandboxRequest{})
+	p := createPreview(t, e, e.KeyA, sb.ID, 8080, 0)
+	theirs := createPreview(t, e, e.KeyB, attacker.ID, 8080, 0)
+	addr := strings.TrimPrefix(e.URL, "http://")
+	hostURL, _ := url.Parse(p.URL)
+	pathURL, _ := url.Parse(p.PathURL)
+	tossed := "boxkite_preview=bxp_junk; boxkite_preview=" + theirs.Token
+	for _, tt := range []struct {
+		name, host, path, cookie string
+		status                   int
+		body                     string
+	}{
+		{"host form, own cookie last", hostURL.Host, "/api/x", tossed + "; app=1; boxkite_preview=" + p.Token, 200, "cookie=app=1"},
+		{"path form, own cookie last", addr, pathURL.Path + "api/x", tossed + "; boxkite_preview=" + p.Token, 200, "cookie="},
+		{"host form, only tossed ones", hostURL.Host, "/api/x", tossed, 401, api.CodePreviewUnauthorized},
+		{"path form, only tossed ones", addr, pathURL.Path, tossed, 401, api.CodePreviewUnauthorized},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+addr+tt.path, nil)
+		req.Host = tt.host
+		req.Header.Set("Cookie", tt.cookie)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.body) || strings.Contains(string(b), "bxp_") {
+			t.Errorf("%s: %d %s; want %d with %q", tt.name, resp.StatusCode, b, tt.status, tt.body)
+		}
 	}
 }

@@ -612,6 +612,21 @@ func TestHTTPRequestEchoes(t *testing.T) {
 			_ = zw.Close()
 		case "/big":
 			fmt.Fprint(w, strings.Repeat("x", api.MaxHTTPResponseBody-5)+k)
+		case "/json-ascii":
+			// As PHP's json_encode and Python's json.dumps write it: `\/`,
+			// and every non-ASCII character as \uXXXX.
+			var b strings.Builder
+			for _, r := range k {
+				switch {
+				case r == '/' || r == '"' || r == '\\':
+					b.WriteString(`\` + string(r))
+				case r > 0x7f:
+					fmt.Fprintf(&b, `\u%04x`, r)
+				default:
+					b.WriteRune(r)
+				}
+			}
+			fmt.Fprintf(w, `{"key":"%s"}`, b.String())
 		}
 	}))
 	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "ODD", Value: value, AllowedHosts: []string{"127.0.0.1"}})
@@ -622,6 +637,7 @@ func TestHTTPRequestEchoes(t *testing.T) {
 	}{
 		{"/gzip", "echo [REDACTED_SECRET:ODD]", false},
 		{"/big", "xxxxx[REDA", true},
+		{"/json-ascii", `{"key":"[REDACTED_SECRET:ODD]"}`, false},
 	} {
 		resp, body := e.do("POST", sandboxPath(sb.ID, "/http-request"), e.KeyA, api.HTTPRequest{
 			URL: up.URL + tt.path, Headers: map[string]string{"X-Api-Key": "{{secret:ODD}}", "Accept-Encoding": "gzip"},
@@ -635,7 +651,7 @@ func TestHTTPRequestEchoes(t *testing.T) {
 			t.Errorf("%s: the answer has (part of) the value", tt.path)
 		}
 	}
-	if len(got) != 2 || got[0] != value || got[1] != value {
+	if len(got) != 3 || got[0] != value || got[1] != value || got[2] != value {
 		t.Errorf("the destination got %q", got)
 	}
 }

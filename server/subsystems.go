@@ -200,6 +200,7 @@ func (s *Server) newTakeover() (err error) {
 		WatchCalls:      s.calls.Watch,
 		AuthenticateKey: s.authenticateKey,
 		CredentialValid: s.credentialValid,
+		KeyRole:         s.keyRole,
 		JWTKey:          s.jwtKey,
 		BastionKey:      s.cfg.BastionKey,
 		Recording:       s.cfg.TakeoverRecording,

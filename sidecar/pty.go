@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -51,6 +52,11 @@ type ptyShell struct {
 	scroll  *ring
 	ended   bool
 	flushes []chan struct{} // closed once pump passed on what it had read (flush)
+	// read counts the bytes pump read (drain).
+	read atomic.Int64
+	// slow is Options.slowOutput: a pump not scheduled, a client slow to
+	// take the output.
+	slow func()
 }
 
 // ptyClient is one attached WebSocket. Its queue is closed when it leaves,
@@ -108,19 +114,12 @@ func (hub *ptyHub) start() (*ptyShell, error) {
 		_ = waitCmd(cmd)
 		return nil, fmt.Errorf("start shell: %w", err)
 	}
-	s := &ptyShell{f: f, cmd: cmd, done: make(chan struct{}), clients: map[*ptyClient]struct{}{}, scroll: newRing(ptyScrollback)}
+	s := &ptyShell{f: f, cmd: cmd, done: make(chan struct{}), clients: map[*ptyClient]struct{}{}, scroll: newRing(ptyScrollback), slow: h.opts.slowOutput}
 	readDone := make(chan struct{})
 	go s.pump(readDone)
 	go func() {
 		_ = waitCmd(cmd)
-		// Background jobs may keep the terminal open; what the shell
-		// printed last is read by then.
-		t := time.NewTimer(pipeGrace)
-		select {
-		case <-readDone:
-		case <-t.C:
-		}
-		t.Stop()
+		s.drain(readDone)
 		f.Close()
 		<-readDone
 		s.end()
@@ -134,6 +133,42 @@ func (hub *ptyHub) start() (*ptyShell, error) {
 	return s, nil
 }
 
+// ptyDrainMax bounds what the terminal may still yield once its shell
+// exited and pipeGrace passed: what it holds (a line discipline's 4 KiB
+// and 64 KiB of buffers) and far more; past it, a background job that
+// holds the terminal is writing.
+const ptyDrainMax = 1 << 20
+
+// drain returns when the terminal may be closed, after the shell exited:
+// once the pump is done (readDone closes), or background jobs held the
+// terminal open for pipeGrace and what it held by then has been read. A
+// pump not scheduled for the grace (a loaded host) would otherwise lose
+// the output's tail (TestPTYOutputToASlowClient): it gets until the
+// terminal holds nothing unread, or yielded ptyDrainMax more. A slow
+// client never holds the pump: broadcast drops it instead.
+func (s *ptyShell) drain(readDone <-chan struct{}) {
+	grace := time.NewTimer(pipeGrace)
+	defer grace.Stop()
+	select {
+	case <-readDone:
+		return
+	case <-grace.C:
+	}
+	from := s.read.Load()
+	t := time.NewTicker(pipeDrain / 20)
+	defer t.Stop()
+	for {
+		if n, err := pendingOutput(s.f); err != nil || n == 0 || s.read.Load()-from > ptyDrainMax {
+			return
+		}
+		select {
+		case <-readDone:
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // pump copies the terminal's output to the scrollback and every client.
 // A read deadline is a flush's mark (flush): what was read before it has
 // been passed on.
@@ -142,6 +177,10 @@ func (s *ptyShell) pump(done chan<- struct{}) {
 	buf := make([]byte, readChunk)
 	for {
 		n, err := s.f.Read(buf)
+		s.read.Add(int64(n))
+		if n > 0 && s.slow != nil {
+			s.slow()
+		}
 		if n > 0 {
 			s.broadcast(slices.Clone(buf[:n]))
 		}
@@ -340,6 +379,9 @@ func (s *ptyShell) feed(ctx context.Context, conn *websocket.Conn, c *ptyClient,
 		}
 	}
 	for b := range c.out {
+		if s.slow != nil {
+			s.slow()
+		}
 		if err := conn.Write(ctx, websocket.MessageBinary, b); err != nil {
 			break
 		}
@@ -351,6 +393,14 @@ func (s *ptyShell) feed(ctx context.Context, conn *websocket.Conn, c *ptyClient,
 	case detached:
 		_ = conn.Close(websocket.StatusNormalClosure, "detached")
 	case s.hasEnded():
+		// How it exited, then the close: the bastion's ssh session
+		// exits with the shell's status.
+		if ps := s.cmd.ProcessState; ps != nil {
+			exit := api.PTYControl{Type: api.PTYControlExit, ExitCode: new(exitCode(ps)), Signal: exitSignal(ps)}
+			if b, err := json.Marshal(exit); err == nil {
+				_ = conn.Write(ctx, websocket.MessageText, b)
+			}
+		}
 		_ = conn.Close(websocket.StatusNormalClosure, "shell exited")
 	case lagged:
 		_ = conn.Close(websocket.StatusTryAgainLater, "client too slow; attach again")

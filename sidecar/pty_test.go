@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +18,10 @@ import (
 
 // term is a test client of the PTY WebSocket that collects what it reads.
 type term struct {
-	t    testing.TB
-	conn *websocket.Conn
-	buf  bytes.Buffer
+	t        testing.TB
+	conn     *websocket.Conn
+	buf      bytes.Buffer
+	controls []string // the text frames read by closed
 }
 
 func dialPTY(t testing.TB, url, query string) *term {
@@ -67,9 +70,13 @@ func (tm *term) closed() websocket.StatusCode {
 	ctx, cancel := context.WithTimeout(tm.t.Context(), 20*time.Second)
 	defer cancel()
 	for {
-		_, b, err := tm.conn.Read(ctx)
+		typ, b, err := tm.conn.Read(ctx)
 		if err != nil {
 			return websocket.CloseStatus(err)
+		}
+		if typ == websocket.MessageText {
+			tm.controls = append(tm.controls, string(b))
+			continue
 		}
 		tm.buf.Write(b)
 	}
@@ -115,11 +122,15 @@ func TestPTYShared(t *testing.T) {
 	a.send("echo s\"\"till-here\n")
 	b.expect("still-here\r\n")
 
-	// The shell exiting closes every client; the next attacher gets a new shell.
-	a.send("exit\n")
+	// The shell exiting closes every client, after telling its exit
+	// status; the next attacher gets a new shell.
+	a.send("exit 3\n")
 	for name, tm := range map[string]*term{"typist": a, "second": b, "watcher": watcher} {
 		if got := tm.closed(); got != websocket.StatusNormalClosure {
 			t.Errorf("%s: close status %v after exit, want normal closure", name, got)
+		}
+		if want := []string{`{"type":"exit","exit_code":3}`}; !slices.Equal(tm.controls, want) {
+			t.Errorf("%s: control frames %q after exit 3, want %q", name, tm.controls, want)
 		}
 	}
 	fresh := dialPTY(t, url, "")
@@ -233,4 +244,32 @@ func TestPTYDetachUntilIdle(t *testing.T) {
 	b := dialPTY(t, url, "")
 	b.send("echo still-$y\n")
 	b.expect("still-sub-42")
+}
+
+// TestPTYOutputToASlowClient: a client slower to take the shared
+// terminal's output than pipeGrace, whose pump is not scheduled for as
+// long either, still gets all of it, the tail the shell wrote just before
+// it exited included, and then the close for the shell's exit. After the
+// shell's end the terminal is closed once background jobs held it for
+// pipeGrace (drain): what it holds by then must still be read (session 26
+// lost such tails in interactive execs and background processes).
+func TestPTYOutputToASlowClient(t *testing.T) {
+	t.Parallel()
+	// Each read and each frame waits twice the grace: the shell has long
+	// exited, its output's tail still in the terminal, when the last
+	// reads come.
+	url, _ := newToolServer(t, Options{slowOutput: func() { time.Sleep(2 * pipeGrace) }})
+	a := dialPTY(t, url, "")
+	a.conn.SetReadLimit(1 << 20)
+	// More than the terminal holds: the shell waits for the pump to
+	// read its output, and exits with the tail still unread.
+	const size = 32<<10 + 17
+	a.send(fmt.Sprintf("head -c %d /dev/zero | tr '\\0' Q; echo; echo E\"\"ND; exit\n", size))
+	if got := a.closed(); got != websocket.StatusNormalClosure {
+		t.Errorf("close status %v after exit, want normal closure", got)
+	}
+	out := a.buf.String()
+	if want := strings.Repeat("Q", size) + "\r\nEND\r\n"; !strings.Contains(out, want) {
+		t.Errorf("output holds %d Qs and END %v; want %d Qs, then END", strings.Count(out, "Q"), strings.Contains(out, "END"), size)
+	}
 }

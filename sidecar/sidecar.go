@@ -52,9 +52,10 @@ type Options struct {
 	Usage func() (api.SidecarUsage, error)
 
 	// slowOutput, when set (by tests), runs before each output frame of
-	// an interactive exec is sent (a client slow to take the output) and
-	// before each read of a background process's output is kept (a reader
-	// not scheduled).
+	// an interactive exec or of the shared terminal is sent (a client
+	// slow to take the output) and before each read of a background
+	// process's or of the shared terminal's output is kept (a reader not
+	// scheduled).
 	slowOutput func()
 }
 

@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Error codes of accounts, credentials, quotas and request deduplication.
 const (
@@ -117,6 +120,29 @@ type AccountOrganization struct {
 // absent ones stay as they are.
 type AccountUpdate struct {
 	ScrubOutput *bool `json:"scrub_output,omitempty"`
+}
+
+// APIKeyPrefix starts every API key the server mints.
+const APIKeyPrefix = "bxk_live_"
+
+// apiKeyLen is the length of the part after APIKeyPrefix: base64url
+// (no padding) of 32 random bytes.
+const apiKeyLen = 43
+
+// ValidAPIKey reports whether key has the shape of a boxkite API key:
+// APIKeyPrefix and 43 base64url characters (A-Z, a-z, 0-9, '-', '_'). The
+// server mints and checks keys with it; the CLI refuses to store any other.
+func ValidAPIKey(key string) bool {
+	rest, ok := strings.CutPrefix(key, APIKeyPrefix)
+	if !ok || len(rest) != apiKeyLen {
+		return false
+	}
+	for _, c := range []byte(rest) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // APIKey is how the API shows a key (ApiKeyOut): never the secret.

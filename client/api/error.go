@@ -65,6 +65,18 @@ const (
 	CodeImageBuildFailed        = "image_build_failed"
 	CodeImageBuildEgressRefused = "image_build_egress_refused"
 	CodeImageBuildWriteRefused  = "image_build_write_refused"
+
+	// Why an image import failed (Image.FailureCode, never an HTTP answer):
+	// the archive is neither an OCI image layout nor a docker save one, or
+	// holds what an image may not (CodeImageImportBadArchive); its files
+	// come to more than an image may hold (CodeImageImportTooBig); the
+	// host's disk filled while they were written (CodeImageImportDiskFull);
+	// else the server failed it (CodeImageImportFailed: stopped while it
+	// was queued or extracting, or the host's disk failed).
+	CodeImageImportBadArchive = "image_import_bad_archive"
+	CodeImageImportTooBig     = "image_import_too_big"
+	CodeImageImportDiskFull   = "image_import_disk_full"
+	CodeImageImportFailed     = "image_import_failed"
 )
 
 // Error is the body of every non-2xx response, inside an ErrorEnvelope, and

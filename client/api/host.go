@@ -43,8 +43,10 @@ type HostAudit struct {
 	Since    *time.Time `json:"since,omitempty"`
 }
 
-// HostDisk is the host filesystem of sandbox disks and volumes. Below
-// WatermarkBytes free, creates and uploads answer 507
+// HostDisk is the host filesystem of sandbox disks and volumes, or, with
+// the local driver's clone pool, the pool (Path its mount point) when it
+// has less room above its watermark than the host: the one that binds.
+// Below WatermarkBytes free, creates and uploads answer 507
 // insufficient_storage; below FreezeBelowBytes, running sandboxes are
 // frozen until space is freed.
 type HostDisk struct {

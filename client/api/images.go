@@ -39,7 +39,7 @@ type Image struct {
 	Source        string     `json:"source"`
 	Spec          *ImageSpec `json:"spec,omitempty"` // builds only
 	FailureReason string     `json:"failure_reason,omitempty"`
-	FailureCode   string     `json:"failure_code,omitempty"` // a failed build's CodeImageBuild*
+	FailureCode   string     `json:"failure_code,omitempty"` // a failed build's CodeImageBuild*, an import's CodeImageImport*
 	FailureHint   string     `json:"failure_hint,omitempty"` // what to do about it
 	SizeBytes     int64      `json:"size_bytes,omitempty"`
 	CreatedAt     time.Time  `json:"created_at"`

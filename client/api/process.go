@@ -238,11 +238,25 @@ const PTYControlResize = "resize"
 // other way to say so (an SSH session with no PTY and no command).
 const PTYControlDetach = "detach"
 
+// PTYControlExit is the Type of a takeover WebSocket's control message
+// from the terminal's side: its shell exited, with ExitCode (and Signal,
+// when a signal ended it). It comes after the shell's last output, just
+// before the close (normal, reason "shell exited"); a sidecar older than
+// it closes without one. The bastion passes it on as the SSH session's
+// exit status.
+const PTYControlExit = "exit"
+
 // PTYControl is a text frame on a PTY WebSocket; binary frames are terminal bytes.
 type PTYControl struct {
-	Type string `json:"type"` // PTYControlResize or PTYControlDetach
-	Cols int    `json:"cols"` // 1..1000
-	Rows int    `json:"rows"` // 1..1000
+	Type string `json:"type"`           // PTYControlResize, PTYControlDetach or PTYControlExit
+	Cols int    `json:"cols,omitempty"` // resize: 1..1000
+	Rows int    `json:"rows,omitempty"` // resize: 1..1000
+	// ExitCode is, on an exit, the shell's exit status: 128+Signal when a
+	// signal ended it, as a shell reports it.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Signal is, on an exit, the number of the signal that ended the
+	// shell; 0 when it exited.
+	Signal int `json:"signal,omitempty"`
 	// UntilIdle, on a detach, waits until the shell has run what was typed
 	// (it waits for input again, with none unread, and no job in the
 	// foreground) and sends all the output until then before the close: a

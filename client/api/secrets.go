@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Error codes of the secrets broker (/v1/secrets and http-request).
 const (
@@ -107,4 +110,31 @@ type HTTPResponse struct {
 	Body        string            `json:"body"`
 	Truncated   bool              `json:"truncated"`    // the body was cut at MaxHTTPResponseBody
 	SecretsUsed []string          `json:"secrets_used"` // the names substituted, never values
+}
+
+// CheckSecretName refuses a name no secret may have (422 validation_error
+// on field "name"): a secret's name is what {{secret:NAME}} can spell, 1 to
+// MaxSecretNameLen letters, digits, '_', '-' or '.', but "." and "..",
+// which no URL path can carry as a segment (browsers, Node's fetch and
+// Rust's url crate resolve them, %2E too), so no SDK could read, update or
+// remove such a secret by name. The server and the CLI (before it asks
+// for the value) both check with it.
+func CheckSecretName(name string) error {
+	if validSecretName(name) {
+		return nil
+	}
+	return Invalid("name", fmt.Sprintf("name must be 1 to %d letters, digits, '_', '-' or '.', and not . or ..", MaxSecretNameLen),
+		"pick a name such as GITHUB_TOKEN; requests refer to it as {{secret:GITHUB_TOKEN}}")
+}
+
+func validSecretName(name string) bool {
+	if name == "" || len(name) > MaxSecretNameLen || name == "." || name == ".." {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

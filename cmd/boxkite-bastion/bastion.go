@@ -467,14 +467,16 @@ func (b *bastion) exec(s ssh.Session, c *client.Client, req api.InteractiveReque
 		}
 		return
 	}
-	_ = s.Exit(code)
+	exit(s, code, x.Signal())
 }
 
 // shell attaches the session to the sandbox's shared terminal until the
-// shell exits or the person disconnects (which only detaches). A session
-// without a PTY (a script: `ssh id@host < file`) also detaches at the end
-// of its input, once what it typed was delivered and the output already
-// relayed was passed on, and exits 0, as sshd's shell ends at EOF.
+// shell exits (the session exits with its status) or the person
+// disconnects (which only detaches). A session without a PTY (a script:
+// `ssh id@host < file`) also detaches at the end of its input, once what
+// it typed was delivered and the output already relayed was passed on,
+// and exits 0 unless the script ended the shell, as sshd's shell ends at
+// EOF.
 func (b *bastion) shell(s ssh.Session, c *client.Client) {
 	ctx, cancel := context.WithCancel(s.Context())
 	defer cancel()
@@ -517,7 +519,11 @@ func (b *bastion) shell(s ssh.Session, c *client.Client) {
 			fail(s, err)
 			return
 		}
-		_ = s.Exit(0) // the shell exited
+		// The shell exited, with its status; a sidecar older than the
+		// exit message does not say it, nor does a detach at the end of
+		// a script's input (the shell runs on): 0, as sshd's shell at EOF.
+		code, signal, _ := t.Exited()
+		exit(s, code, signal)
 	case <-ctx.Done():
 	}
 }

@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -18,18 +17,7 @@ import (
 // command. Without the bound a client opened any number
 // (20000 idle channels took 120 MB of the bastion shared by every tenant).
 func (f *fixture) testSessionsPerConnection(t *testing.T) {
-	b, err := os.ReadFile(f.goodKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := gossh.ParsePrivateKey(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := gossh.Dial("tcp", f.addr, &gossh.ClientConfig{
-		User: f.sandbox, Auth: []gossh.AuthMethod{gossh.PublicKeys(signer)},
-		HostKeyCallback: gossh.InsecureIgnoreHostKey(), Timeout: 30 * time.Second,
-	})
+	c, err := gossh.Dial("tcp", f.addr, f.goClientConfig(t))
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}

@@ -69,6 +69,13 @@ func waitGuarded(t *testing.T, cmd *exec.Cmd) error {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return waitStarted(t, cmd)
+}
+
+// waitStarted waits for a started cmd to end; the deadline only guards
+// against a hang.
+func waitStarted(t *testing.T, cmd *exec.Cmd) error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {

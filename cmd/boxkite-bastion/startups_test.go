@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -109,20 +108,10 @@ func (f *fixture) testStartups(t *testing.T) {
 	raw[0].Close()
 	// The bastion counts the closed one off once it has seen the close:
 	// retry until then (the deadline only guards against a hang).
-	key, err := os.ReadFile(f.goodKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := gossh.ParsePrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &gossh.ClientConfig{
-		User: f.sandbox, Auth: []gossh.AuthMethod{gossh.PublicKeys(signer)},
-		HostKeyCallback: gossh.InsecureIgnoreHostKey(), Timeout: 30 * time.Second,
-	}
+	cfg := f.goClientConfig(t)
 	deadline := time.Now().Add(30 * time.Second)
 	var authed *gossh.Client
+	var err error
 	for authed, err = gossh.Dial("tcp", addr, cfg); err != nil; authed, err = gossh.Dial("tcp", addr, cfg) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no connection after closing one: %v", err)

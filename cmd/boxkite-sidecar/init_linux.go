@@ -60,11 +60,18 @@ func runInit(args []string) (int, error) {
 		return 0, err
 	}
 	if l.Spec.Build == nil {
-		// The first all-thread call is the probe: it fails, changing
-		// nothing, only in a binary linked with cgo.
-		err := jail.ShareCgroupNamespace()
+		// Every thread in the jail's cgroup namespace: born there
+		// (l.CgroupNS), or moved with an all-thread call. The first
+		// all-thread call (that, or serveAsInit's lockdown) is the probe:
+		// it fails, changing nothing but the process's rlimits and
+		// dumpable flag, which Lockdown sets alike, only in a binary
+		// linked with cgo.
+		var err error
+		if !l.CgroupNS {
+			err = jail.ShareCgroupNamespace()
+		}
 		if err == nil {
-			return 0, serveAsInit(l, *claimable)
+			err = serveAsInit(l, *claimable)
 		}
 		if !errors.Is(err, jail.ErrThreadsUnreachable) {
 			return 0, err
@@ -137,12 +144,13 @@ func jailServeArgs(l jail.Launch, claimable *bool) []string {
 
 // serveAsInit is the jail's one process: init and sidecar at once, with no
 // second start of this binary (the second start was two thirds of a cold
-// create; issue 27). Call it once jail.ShareCgroupNamespace has succeeded
-// (every thread is reachable). It locks every thread down (jail.LockdownProcess),
+// create; issue 27). Call it once every thread is in the jail's cgroup
+// namespace (runInit). It locks every thread down (jail.LockdownProcess),
 // serves on the driver's listener from the other goroutines and reaps
 // orphans on the main thread (jail.ReapOrphans), which it never leaves.
-// Only a binary without cgo can lock every thread down; runInit keeps the
-// two-process start for the others.
+// Only a binary without cgo can lock every thread down: in the others it
+// returns the lockdown's jail.ErrThreadsUnreachable, having served
+// nothing, and runInit keeps the two-process start for them.
 func serveAsInit(l jail.Launch, claimable bool) error {
 	if l.ListenFD <= 0 {
 		return errors.New("read launch: no listener for the sidecar")
@@ -150,7 +158,7 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	if tid, pid := unix.Gettid(), unix.Getpid(); tid != pid {
 		return fmt.Errorf("reap orphans: on thread %d, not the leader %d (see init)", tid, pid)
 	}
-	// runInit has moved every thread into the jail's cgroup namespace.
+	// Every thread is in the jail's cgroup namespace (runInit).
 	if err := jail.LockdownProcess(l.Spec); err != nil {
 		return err
 	}

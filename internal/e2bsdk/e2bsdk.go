@@ -137,12 +137,12 @@ func RunFlows(t testing.TB, sdk string, srv Server, log func() string) Results {
 // PauseChecks are what pause.mjs must report (issue 22 through the SDK:
 // pause and resume, snapshots, fork).
 var PauseChecks = []string{
-	"pause", "pause.again-false", "getInfo.paused", "list.paused", "list.running-without-paused", "list.default-both",
+	"pause", "pause.again-false", "getInfo.paused", "list.paused", "list.running-without-paused", "list.default-both", "getMetrics.paused",
 	"envd.paused-refused", "connect.resumes", "connect.endAt-not-shorter", "resume.counter-continues", "resume.files",
 	"connect.running-200", "pause.filesystem", "getInfo.paused-filesystem", "resume.filesystem-files",
 	"resume.filesystem-processes-ended", "kill.paused", "kill.paused-gone", "pause.unknown-NotFound",
 	"autoPause.lifecycle", "autoPause.paused", "autoPause.resumes", "autoPauseMemory.not-supported",
-	"snapshot.create", "snapshot.list", "snapshot.restore", "snapshot.restore-envs", "snapshot.restore-by-name", "snapshot.delete", "snapshot.delete-again-false",
+	"snapshot.create", "snapshot.list", "snapshot.list-by-name", "snapshot.list-by-tag", "snapshot.restore", "snapshot.restore-envs", "snapshot.restore-by-name", "snapshot.delete", "snapshot.delete-again-false",
 	"fork.count", "fork.files", "fork.isolated", "fork.unknown-NotFound",
 }
 

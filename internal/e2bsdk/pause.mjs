@@ -34,6 +34,11 @@ const running = await Sandbox.list({ query: { metadata: { run }, state: ['runnin
 check('list.running-without-paused', running.length === 0, running)
 const both = await Sandbox.list({ query: { metadata: { run } } }).nextItems()
 check('list.default-both', both.length === 1 && both[0].state === 'paused', both)
+// getMetrics of a paused sandbox: the memory it holds as it was paused
+// (boxkite's freeze), no CPU; paused keeping its files only, it holds none
+const pausedMetrics = await sbx.getMetrics()
+check('getMetrics.paused', pausedMetrics.length === 1 && pausedMetrics[0].cpuUsedPct === 0 && pausedMetrics[0].memTotal > 0 &&
+  (fsOnly ? pausedMetrics[0].memUsed === 0 : pausedMetrics[0].memUsed > 0), pausedMetrics)
 check('envd.paused-refused', (await rejects(() => sbx.commands.run('true', { requestTimeoutMs: 10000 }))) !== null)
 await sleep(1500)
 const resumed = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 120000 })
@@ -89,6 +94,16 @@ check('snapshot.create', typeof snap.snapshotId === 'string' && snap.names.inclu
 await src.files.write('/workspace/snap.txt', 'after\n')
 const listedSnaps = await Sandbox.listSnapshots({ sandboxId: src.sandboxId }).nextItems()
 check('snapshot.list', listedSnaps.length === 1 && listedSnaps[0].snapshotId === snap.snapshotId, listedSnaps)
+// listSnapshots({name}) reads the name as E2B does: [namespace/]alias[:tag]
+// (no tag: any; "default": a name without one) or the snapshot's id
+const named = async (name) => (await Sandbox.listSnapshots({ name }).nextItems()).map((s) => s.snapshotId)
+const byNames = await Promise.all(['e2b-snap', 'e2b-snap:default', 'team/e2b-snap', snap.snapshotId, 'e2b-snap:v1'].map(named))
+check('snapshot.list-by-name', byNames.slice(0, 4).every((ids) => ids.includes(snap.snapshotId)) && !byNames[4].includes(snap.snapshotId), byNames)
+const tagged = await src.createSnapshot({ name: 'e2b-tagged:v1' })
+const byTags = await Promise.all(['e2b-tagged', 'e2b-tagged:v1', 'e2b-tagged:v2', 'e2b-tagged:default'].map(named))
+check('snapshot.list-by-tag', byTags[0].includes(tagged.snapshotId) && byTags[1].includes(tagged.snapshotId) &&
+  !byTags[2].includes(tagged.snapshotId) && !byTags[3].includes(tagged.snapshotId), byTags)
+await Sandbox.deleteSnapshot(tagged.snapshotId)
 const restored = await Sandbox.create(snap.snapshotId, { metadata: { run, role: 'restored' } })
 check('snapshot.restore', (await restored.files.read('/workspace/snap.txt')) === 'before\n')
 // E2B's snapshot keeps envd's memory, so the environment its sandbox was

@@ -101,8 +101,9 @@ type Lifecycle interface {
 	// SetExpiry moves the sandbox's end to at, cut to the server's
 	// maximum lifetime from now (which /v1's extend refuses to pass).
 	SetExpiry(ctx context.Context, c Caller, id string, at time.Time) (Sandbox, error)
-	// Usage reports the sandbox's memory and disk use now; ok is false
-	// when the driver does not account for it.
+	// Usage reports the sandbox's memory and disk use now, a frozen
+	// one's too (its CPU time 0: it uses none); ok is false when the
+	// driver does not account for it, or the sandbox holds nothing.
 	Usage(ctx context.Context, c Caller, id string) (u Usage, ok bool, err error)
 }
 

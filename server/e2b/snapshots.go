@@ -78,7 +78,7 @@ func (h *Handler) listSnapshots(w http.ResponseWriter, r *http.Request, c Caller
 		return err
 	}
 	if name := q.Get("name"); name != "" {
-		sns = slices.DeleteFunc(sns, func(sn SnapshotInfo) bool { return sn.Name != name })
+		sns = slices.DeleteFunc(sns, func(sn SnapshotInfo) bool { return !nameMatches(sn, name) })
 	}
 	if after != "" {
 		i := slices.IndexFunc(sns, func(sn SnapshotInfo) bool { return sn.ID == after })
@@ -94,6 +94,42 @@ func (h *Handler) listSnapshots(w http.ResponseWriter, r *http.Request, c Caller
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// defaultTag is the tag of a snapshot whose name has none, as E2B's.
+const defaultTag = "default"
+
+// nameMatches reports whether listSnapshots({name}) names sn, as E2B's
+// GET /snapshots reads name: "[namespace/]alias[:tag]" or the snapshot's
+// id, trimmed and in any case. A name without a tag matches every tag; a
+// name with one, the snapshots of that tag, "default" those whose name
+// has none. The namespace is the team's in E2B (another one is refused
+// there): here it is left out of the comparison on both sides. The
+// filter was the exact name, so "snap:default", "team/snap" or the id
+// found nothing, and "snap" not a snapshot named "snap:v1".
+func nameMatches(sn SnapshotInfo, name string) bool {
+	want, wantTag, tagged := splitName(name)
+	alias, tag, _ := splitName(sn.Name)
+	switch {
+	case want == strings.ToLower(sn.ID):
+	case sn.Name == "" || want != alias:
+		return false
+	}
+	return !tagged || wantTag == tag
+}
+
+// splitName splits an E2B template name, "[namespace/]alias[:tag]", into
+// its alias and tag (defaultTag when it has none, or an empty one),
+// lowercased; tagged says whether it had a tag.
+func splitName(name string) (alias, tag string, tagged bool) {
+	ident, tag, tagged := strings.Cut(strings.ToLower(strings.TrimSpace(name)), ":")
+	if _, a, ok := strings.Cut(ident, "/"); ok {
+		ident = a
+	}
+	if tag == "" {
+		tag = defaultTag
+	}
+	return ident, tag, tagged
 }
 
 // deleteTemplate serves DELETE /templates/{id}: a snapshot's id deletes

@@ -285,10 +285,20 @@ func (l *Lifecycle) SetExpiry(ctx context.Context, c e2b.Caller, id string, at t
 	return toSandbox(sb), nil
 }
 
+// Usage reads the sandbox's use from the driver: a running one's, and a
+// frozen one's (pause(), boxkite's freeze), whose memory it still holds
+// as it was paused and whose CPU time stands still (CPUMicros 0, so
+// cpuUsedPct is 0 at once). E2B's metrics of a paused sandbox are its
+// last samples; a frozen sandbox's memUsed was 0 here. A sandbox paused
+// keeping its files only (or its memory on disk) holds none: no use.
 func (l *Lifecycle) Usage(ctx context.Context, c e2b.Caller, id string) (e2b.Usage, bool, error) {
 	sb, err := l.live(ctx, account(c), id)
-	if err != nil || !sb.Active() { // a paused sandbox has no use to report
+	if err != nil {
 		return e2b.Usage{}, false, err
+	}
+	frozen := sb.Status == api.StatusPaused && sb.PausedWith == api.PauseFreeze
+	if !sb.Active() && !frozen {
+		return e2b.Usage{}, false, nil
 	}
 	sd, ok := l.d.Driver.(model.StatsDriver)
 	if !ok {
@@ -301,5 +311,9 @@ func (l *Lifecycle) Usage(ctx context.Context, c e2b.Caller, id string) (e2b.Usa
 	if err != nil {
 		return e2b.Usage{}, false, fmt.Errorf("sandbox stats: %w", err)
 	}
-	return e2b.Usage{MemoryBytes: st.MemoryBytes, CPUMicros: st.CPUMicros, DiskUsedBytes: st.DiskUsedBytes, DiskTotalBytes: st.DiskQuotaBytes}, true, nil
+	u := e2b.Usage{MemoryBytes: st.MemoryBytes, CPUMicros: st.CPUMicros, DiskUsedBytes: st.DiskUsedBytes, DiskTotalBytes: st.DiskQuotaBytes}
+	if frozen {
+		u.CPUMicros = 0
+	}
+	return u, true, nil
 }

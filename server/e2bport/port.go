@@ -77,9 +77,10 @@ type Deps struct {
 	Audit      *audit.Log
 	// DialSidecarWS opens a WebSocket route of a sandbox's sidecar.
 	DialSidecarWS func(r *http.Request, sb *model.Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error)
-	// WatchRevocation calls cancel when the key is revoked, or when it
+	// WatchRevocation calls cancel when the key is revoked, demoted past
+	// demotions (its count when the session was resolved), or when it
 	// expires at expires (nil: never); stop ends it.
-	WatchRevocation func(keyID string, expires *time.Time, cancel context.CancelCauseFunc) (stop func())
+	WatchRevocation func(keyID string, expires *time.Time, demotions int64, cancel context.CancelCauseFunc) (stop func())
 	// ReserveInterpreter reserves a code cell's held outcome for account
 	// of the server's held-output budget (exec.HeldBudget).
 	ReserveInterpreter func(account string) (release func(), err error)

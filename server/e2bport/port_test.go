@@ -157,7 +157,7 @@ func TestSessionWatchesKeyExpiry(t *testing.T) {
 		t.Fatalf("accountKey = %+v, %v; want the key expiring at %v", key, err, exp)
 	}
 	var watched *time.Time
-	s := &session{d: Deps{WatchRevocation: func(_ string, expires *time.Time, _ context.CancelCauseFunc) func() {
+	s := &session{d: Deps{WatchRevocation: func(_ string, expires *time.Time, _ int64, _ context.CancelCauseFunc) func() {
 		watched = expires
 		return func() {}
 	}}, keyID: "k", expires: key.ExpiresAt}

@@ -57,7 +57,7 @@ func (ss *Sessions) Session(ctx context.Context, accountID, sandboxID, keyID str
 	if err != nil {
 		return nil, err
 	}
-	return &session{d: ss.d, acct: acct, sb: sb, keyID: keyID, expires: key.ExpiresAt, env: env}, nil
+	return &session{d: ss.d, acct: acct, sb: sb, keyID: keyID, expires: key.ExpiresAt, demotions: key.Demotions, env: env}, nil
 }
 
 func (ss *Sessions) Running(ctx context.Context, sandboxID string) ([]envd.Running, error) {
@@ -107,14 +107,18 @@ type session struct {
 	// expires is when that key expires (nil: never), which ends the
 	// session's requests as its revocation would.
 	expires *time.Time
-	env     map[string]string
+	// demotions is the key's count of demotions (model.APIKey.Demotions)
+	// when the session was resolved: a demotion past it ends the
+	// session's requests, as the REST API's of an admin key.
+	demotions int64
+	env       map[string]string
 }
 
 // Revocable ends ctx when the session's key is revoked (the server's
-// revocations) or expires.
+// revocations), demoted or expires.
 func (e *session) Revocable(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := e.d.WatchRevocation(e.keyID, e.expires, cancel)
+	stop := e.d.WatchRevocation(e.keyID, e.expires, e.demotions, cancel)
 	return ctx, func() {
 		stop()
 		cancel(nil)

@@ -14,7 +14,8 @@ import (
 // image's layers are on the host's disk.
 const DefaultBuildDiskLimit = 10 << 30
 
-// WithBuildDiskLimit stops a build whose layers grow past n bytes.
+// WithBuildDiskLimit stops a build whose layers grow past n bytes, and
+// fails an import whose files come to more (image_import_too_big).
 func WithBuildDiskLimit(n int64) Option { return func(m *Manager) { m.buildDiskLimit = n } }
 
 // diskCheckEvery is how often a running build's layers are measured; a

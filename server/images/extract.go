@@ -21,7 +21,8 @@ import (
 )
 
 // extractArchive flattens the image in archive (docker save or OCI layout
-// tar) into the image's rootfs and removes the archive.
+// tar) into the image's rootfs and removes the archive. Its error says
+// why, as an import's failure (importFailure).
 func (m *Manager) extractArchive(id, archive string) error {
 	defer os.Remove(archive)
 	img, err := tarball.ImageFromPath(archive, nil)
@@ -33,12 +34,43 @@ func (m *Manager) extractArchive(id, archive string) error {
 		defer os.RemoveAll(dir)
 		var lerr error
 		if img, lerr = ociImage(archive, dir); lerr != nil {
-			return fmt.Errorf("read archive: neither docker save (%v) nor OCI layout (%w)", err, lerr)
+			return importFailure(fmt.Errorf("read archive: neither docker save (%v) nor OCI layout (%w)", err, lerr), m.buildDiskLimit)
 		}
 	}
 	rc := mutate.Extract(img)
 	defer rc.Close()
-	return unpack(rc, m.path(id, "rootfs"), true)
+	files := &boundedReader{r: rc, left: m.buildDiskLimit}
+	err = unpack(files, m.path(id, "rootfs"), true)
+	if files.over {
+		err = errImportSize{limit: m.buildDiskLimit}
+	}
+	return importFailure(err, m.buildDiskLimit)
+}
+
+// boundedReader reads r until more than left bytes came, then fails (an
+// image's flattened files, whose archive may be compressed many times
+// over); over says it did.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		b.over = true
+		return 0, errImportSize{}
+	}
+	return n, err
+}
+
+// errImportSize fails an import whose files come to more than limit
+// bytes.
+type errImportSize struct{ limit int64 }
+
+func (e errImportSize) Error() string {
+	return "the image's files come to more than " + sizeText(e.limit)
 }
 
 // ociImage unpacks an OCI layout tar into dir and returns its image for

@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
-// A buildFailure says why a build failed, in an api.CodeImageBuild* code,
-// and what to do about it; finish records both with the image.
+// A buildFailure says why a build or an import failed, in an
+// api.CodeImageBuild* or api.CodeImageImport* code, and what to do about
+// it; finish records both with the image.
 type buildFailure struct {
 	code, msg, hint string
 	err             error // the step's or the jail's own error
@@ -66,6 +68,52 @@ func failure(id string, err error, refused []string, out outputSeen) *buildFailu
 			hint: "see what failed in the build log: `boxkite images logs " + id + "`",
 		}
 	}
+}
+
+// importHint is a failed import's hint when its archive is at fault.
+const importHint = "import takes an OCI image layout tar or a `docker save` archive (.tar or .tar.gz) of a Linux image, " +
+	"e.g. `docker save python:3.12-slim > py.tar`; a failed image is never reused: import it again"
+
+// importFailure explains a failed import (nil for none): its files too
+// many for limit, the host's disk full or failing, else the archive, which
+// is not an image or holds what an image may not (a name that leaves the
+// root, a link out of it, a corrupt layer).
+func importFailure(err error, limit int64) error {
+	if err == nil {
+		return nil
+	}
+	var size errImportSize
+	switch {
+	case errors.As(err, &size):
+		return &buildFailure{
+			code: api.CodeImageImportTooBig, err: err, msg: err.Error(),
+			hint: "an image may hold at most " + sizeText(limit) + " of files: import a smaller one (fewer layers' files, no caches)",
+		}
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return &buildFailure{
+			code: api.CodeImageImportDiskFull, err: err, msg: "the host's disk filled while the image was extracted: " + err.Error(),
+			hint: "free space on the host (remove images, sandboxes, snapshots and volumes you no longer need), then import it again",
+		}
+	case hostFault(err):
+		return &buildFailure{
+			code: api.CodeImageImportFailed, err: err, msg: "the server could not extract the image: " + err.Error(),
+			hint: "import it again; if it fails the same way, the server log has the cause under the image's id",
+		}
+	}
+	return &buildFailure{code: api.CodeImageImportBadArchive, err: err, msg: err.Error(), hint: importHint}
+}
+
+// hostFault reports whether err is the host's failing, not the archive's
+// content: a disk that fails or went read-only, memory or descriptors
+// running out. What an archive can cause (a file where a directory
+// goes, a directory it made unreadable) is the archive's.
+func hostFault(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EIO, syscall.EROFS, syscall.ENOMEM, syscall.EMFILE, syscall.ENFILE} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // outputSeen is what a build's output told of its failure.

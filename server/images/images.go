@@ -467,6 +467,8 @@ func (m *Manager) interrupted(r record, why string) record {
 	r.Status, r.FailureReason, r.CompletedAt = api.ImageFailed, why, &now
 	if r.Source == api.ImageSourceBuild {
 		r.FailureCode, r.FailureHint = api.CodeImageBuildFailed, "run the same build again: a failed image is never reused"
+	} else {
+		r.FailureCode, r.FailureHint = api.CodeImageImportFailed, "import it again: a failed image is never reused"
 	}
 	return r
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/sidecar/jail"
+	"golang.org/x/sys/unix"
 )
 
 // testImage has one layer with a marker, a setuid file, a symlink, a
@@ -171,19 +172,139 @@ func TestImport(t *testing.T) {
 	}
 }
 
-func TestImportGarbage(t *testing.T) {
-	m, err := images.New(t.TempDir(), slog.New(slog.DiscardHandler))
+// layerImage is an image of one layer holding entries.
+func layerImage(t *testing.T, entries ...tar.Header) v1.Image {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range entries {
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.CopyN(tw, zeros{}, h.Size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := m.Import(context.Background(), "acct", "", bytes.NewReader([]byte("not a tar")))
+	img, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Wait()
-	done, err := m.Get(t.Context(), "acct", got.ID)
-	if err != nil || done.Status != api.ImageFailed || done.FailureReason == "" {
-		t.Errorf("Get = %+v, %v; want failed with a reason", done, err)
+	return img
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// withSymlink is the tar archive with a symlink to / added.
+func withSymlink(t *testing.T, archive []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "evil", Typeflag: tar.TypeSymlink, Linkname: "/"}); err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// smallDisk is a new 512 KiB tmpfs, unmounted when t ends.
+func smallDisk(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=512k"); err != nil {
+		t.Fatalf("mount a small tmpfs (the test needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// TestImportFailures: a failed import says why in a stable failure_code,
+// with a hint, as a failed build does; it had only a reason.
+func TestImportFailures(t *testing.T) {
+	t.Parallel()
+	file := func(name string, size int64) tar.Header {
+		return tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: size}
+	}
+	big := layerImage(t, file("big", 2<<20)) // 2 MiB of zeros: a few KiB compressed
+	tests := []struct {
+		name    string
+		archive []byte
+		dir     func(t *testing.T) string
+		opts    []images.Option
+		code    string
+		reason  string
+	}{
+		{name: "not a tar", archive: []byte("not a tar"), code: api.CodeImageImportBadArchive, reason: "neither docker save"},
+		{name: "an empty tar", archive: make([]byte, 1024), code: api.CodeImageImportBadArchive, reason: "neither docker save"},
+		{
+			name:    "a symlink in a layout",
+			archive: withSymlink(t, ociTar(t, big)),
+			code:    api.CodeImageImportBadArchive, reason: "symlink in an image layout",
+		},
+		{
+			name:    "files past the limit",
+			archive: ociTar(t, big), opts: []images.Option{images.WithBuildDiskLimit(1 << 20)},
+			code: api.CodeImageImportTooBig, reason: "more than 1 MiB",
+		},
+		{
+			name:    "a full disk",
+			archive: dockerTar(t, big), dir: smallDisk,
+			code: api.CodeImageImportDiskFull, reason: "no space left on device",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if tt.dir != nil {
+				dir = tt.dir(t)
+			}
+			m, err := images.New(filepath.Join(dir, "images"), slog.New(slog.DiscardHandler), tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := m.Import(context.Background(), "acct", "", bytes.NewReader(tt.archive))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Wait()
+			done, err := m.Get(t.Context(), "acct", got.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done.Status != api.ImageFailed || done.FailureCode != tt.code || done.FailureHint == "" || !strings.Contains(done.FailureReason, tt.reason) {
+				t.Errorf("import = %s, %s: %q, hint %q; want failed, %s: ...%s...", done.Status, done.FailureCode, done.FailureReason, done.FailureHint, tt.code, tt.reason)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "images", got.ID, "rootfs")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the failed import keeps its rootfs (%v)", err)
+			}
+		})
 	}
 }
 

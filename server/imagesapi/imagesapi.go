@@ -22,7 +22,9 @@ import (
 const maxImageArchive = 8 << 30
 
 // Store keeps sandbox images (server/images implements it). Its errors
-// are *api.Error values where the client should see them.
+// are *api.Error values where the client should see them; an image the
+// account does not have is not_found "image not found", which the
+// handlers answer naming the id asked for (named).
 type Store interface {
 	Import(ctx context.Context, account, label string, body io.Reader) (api.Image, error)
 	// Build queues a declarative build; an identical spec of the account
@@ -63,12 +65,25 @@ func (s *Service) importImage(w http.ResponseWriter, r *http.Request) error {
 	if len(label) > model.MaxLabelLen {
 		return httpx.InvalidQuery("label", "label is too long", "")
 	}
+	if r.ContentLength > maxImageArchive { // refused before a byte is stored
+		return archiveTooBig()
+	}
 	img, err := st.Import(r.Context(), authz.Account(r.Context()).ID, label, http.MaxBytesReader(w, r.Body, maxImageArchive))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return archiveTooBig()
+	}
 	if err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusAccepted, img)
 	return nil
+}
+
+// archiveTooBig refuses an import's archive past maxImageArchive, which
+// was an internal error once read that far.
+func archiveTooBig() error {
+	return api.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge, "the image archive is larger than %d GiB", maxImageArchive>>30).
+		WithHint("import a smaller image: `docker save` one with fewer or smaller layers")
 }
 
 // buildImage serves POST /v1/images: 202 with a queued build, or 200 with
@@ -122,7 +137,19 @@ func (s *Service) imageLogs(w http.ResponseWriter, r *http.Request) error {
 	if f, ok := w.(http.Flusher); ok {
 		flush = f.Flush
 	}
-	return st.Logs(r.Context(), authz.Account(r.Context()).ID, r.PathValue("id"), w, follow == "1" || follow == "true", flush)
+	id := r.PathValue("id")
+	return named(st.Logs(r.Context(), authz.Account(r.Context()).ID, id, w, follow == "1" || follow == "true", flush), id)
+}
+
+// named is err of a call about image id, its not-found naming id as a
+// volume's or a snapshot's does: the store's (and errNotFound's) "image
+// not found" said which of a script's images was missing nowhere.
+func named(err error, id string) error {
+	if e, ok := errors.AsType[*api.Error](err); ok && e.Code == api.CodeNotFound && e.Message == errNotFound.Message {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "image %s not found", id).
+			WithHint("list your images with `boxkite images ls`")
+	}
+	return err
 }
 
 // listImages serves GET /v1/images: the account's images, newest first;
@@ -154,7 +181,7 @@ func (s *Service) getImage(w http.ResponseWriter, r *http.Request) error {
 	}
 	img, err := st.Get(r.Context(), authz.Account(r.Context()).ID, r.PathValue("id"))
 	if err != nil {
-		return err
+		return named(err, r.PathValue("id"))
 	}
 	httpx.WriteJSON(w, http.StatusOK, img)
 	return nil
@@ -169,7 +196,7 @@ func (s *Service) deleteImage(w http.ResponseWriter, r *http.Request) error {
 	acct := authz.Account(ctx).ID
 	img, err := st.Get(ctx, acct, r.PathValue("id"))
 	if err != nil {
-		return err
+		return named(err, r.PathValue("id"))
 	}
 	if err := s.snapshotsNeed(ctx, acct, img.ID); err != nil {
 		return err
@@ -180,7 +207,7 @@ func (s *Service) deleteImage(w http.ResponseWriter, r *http.Request) error {
 				return need // a snapshot taken since the check above
 			}
 		}
-		return err
+		return named(err, img.ID)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -286,7 +313,7 @@ func (s *Service) imageAuditLog(w http.ResponseWriter, r *http.Request) error {
 	}
 	img, err := st.Get(r.Context(), authz.Account(r.Context()).ID, r.PathValue("id"))
 	if err != nil {
-		return err
+		return named(err, r.PathValue("id"))
 	}
 	return s.d.WriteLogPage(w, r, img.ID, limit, offset)
 }

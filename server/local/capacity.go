@@ -96,6 +96,8 @@ type hostReading struct {
 	at time.Time
 
 	diskTotal, diskFree int64
+	poolTotal, poolFree int64 // the clone pool's filesystem; 0 without it
+	poolGrows           int64 // the pool's grows when it was read (poolGrowth.grows)
 	threads, maxThreads int64
 	sandboxThreads      int64 // tasks of our sandboxes; -1 without cgroups
 	sandboxes           int64 // how many sandboxes that counts
@@ -278,13 +280,34 @@ func (d *Driver) readDisk() (*hostReading, error) {
 	return r, nil
 }
 
-// statDisk fills r's disk figures from a statfs of the state directory.
+// statDisk fills r's disk figures from a statfs of the state directory
+// and, with the clone pool, of the pool, which it grows in the background
+// when the host has grown past it.
 func (d *Driver) statDisk(r *hostReading) error {
 	var fs unix.Statfs_t
 	if err := unix.Statfs(d.cfg.StateDir, &fs); err != nil {
 		return fmt.Errorf("read free disk space: %w", err)
 	}
 	r.diskTotal, r.diskFree = int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
+	if d.cow.img == "" {
+		return nil
+	}
+	if err := d.statPool(r); err != nil {
+		return err
+	}
+	d.maybeGrowClonePool(r.diskTotal)
+	return nil
+}
+
+// statPool fills r's pool figures from a statfs of the clone pool.
+func (d *Driver) statPool(r *hostReading) error {
+	grows := d.cow.grows.Load() // before the statfs: a grow after it is seen as one
+	var fs unix.Statfs_t
+	if err := unix.Statfs(d.cow.mnt, &fs); err != nil {
+		return fmt.Errorf("read the clone pool's free space: %w", err)
+	}
+	r.poolTotal, r.poolFree = int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
+	r.poolGrows = grows
 	return nil
 }
 
@@ -538,7 +561,37 @@ func (d *Driver) checkDisk(r *hostReading) error {
 			Hint: fmt.Sprintf("free space on %s (remove sandboxes and volumes you no longer need), then retry", d.cfg.StateDir),
 		}
 	}
-	return nil
+	return d.checkPool(r)
+}
+
+// checkPool refuses what the clone pool has no room for, though the host
+// has (a pool the host outgrew and that could not grow, or one whose
+// free space XFS's reserves took): a sandbox's disk lives in the pool,
+// and admitted there every write of it would fail. The pool's watermark
+// is the host's rule for a filesystem of its size. A pool below it while
+// the host has grown past it is grown first, and read again.
+func (d *Driver) checkPool(r *hostReading) error {
+	w := d.watermark(r.poolTotal)
+	if r.poolTotal == 0 || w <= 0 || r.poolFree >= w {
+		return nil
+	}
+	if d.cow.growable(r.diskTotal) {
+		d.growClonePool() // or wait for the one under way
+	}
+	if d.cow.grows.Load() != r.poolGrows { // grown since r was read
+		grown := *r
+		if err := d.statPool(&grown); err != nil {
+			return err
+		}
+		if w = d.watermark(grown.poolTotal); grown.poolFree >= w {
+			return nil
+		}
+		r = &grown
+	}
+	return &model.HostLimitError{
+		Resource: api.HostDiskResource, Disk: "the clone pool", Used: r.poolTotal - r.poolFree, Limit: w, Free: r.poolFree,
+		Hint: fmt.Sprintf("free space in the clone pool %s (remove sandboxes and snapshots you no longer need), or grow the host's filesystem: the pool grows with it; then retry", d.cow.mnt),
+	}
 }
 
 // Capacity implements model.CapacityDriver.
@@ -554,6 +607,16 @@ func (d *Driver) Capacity(ctx context.Context, ids []string) (api.HostStatus, er
 			Path: d.cfg.StateDir, TotalBytes: r.diskTotal, FreeBytes: r.diskFree,
 			WatermarkBytes: w, FreezeBelowBytes: w / 2, Refusing: w > 0 && r.diskFree < w,
 		},
+	}
+	if pw := d.watermark(r.poolTotal); r.poolTotal > 0 && !out.Disk.Refusing && r.poolFree-pw < r.diskFree-w {
+		// The pool has less room above its watermark than the host: it
+		// binds creates (checkPool) and the sandboxes' uploads, whose
+		// disks it holds, and freezes sandboxes below half its
+		// watermark as the host does (diskRoom).
+		out.Disk = &api.HostDisk{
+			Path: d.cow.mnt, TotalBytes: r.poolTotal, FreeBytes: r.poolFree,
+			WatermarkBytes: pw, FreezeBelowBytes: pw / 2, Refusing: pw > 0 && r.poolFree < pw,
+		}
 	}
 	refuse := r.maxThreads - threadReserve(r.maxThreads)
 	out.Limits = append(out.Limits, api.HostLimit{

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -100,7 +101,78 @@ func (d *Driver) mountClones() error {
 		return nil
 	}
 	d.data = mnt
+	d.cow.img, d.cow.mnt = img, mnt
+	d.growClonePool() // a host grown while no server ran, or a pool made smaller
 	return nil
+}
+
+// The pool follows the host filesystem (loopdisk.GrowClonePool): grown at
+// mount, and whenever a reading of the host's free space (a create's or
+// an upload's admission, the storage watcher's every storageInterval)
+// finds the host at least loopdisk.ClonePoolGrowStep larger than the
+// pool, in the background. An admission that finds the pool itself below
+// the watermark while the host has room grows it first, on its path
+// (a few milliseconds, once per host grow).
+
+// poolGrowth is the clone pool's size and its grows.
+type poolGrowth struct {
+	img, mnt string // "" without the pool
+
+	size    atomic.Int64 // the pool's data size, bytes: 0 when unknown
+	running atomic.Bool  // a background grow is under way
+	grows   atomic.Int64 // grows so far: a reading of the pool before one is stale
+
+	mu       sync.Mutex // held while growing
+	stopped  bool       // unmounted: no more grows
+	failedAt int64      // the host size a grow last failed for: not retried until it changes
+}
+
+// growable reports whether the pool should grow for a host filesystem of
+// hostTotal bytes.
+func (g *poolGrowth) growable(hostTotal int64) bool {
+	size := g.size.Load()
+	return g.img != "" && size > 0 && hostTotal-size >= loopdisk.ClonePoolGrowStep
+}
+
+// maybeGrowClonePool grows the pool in the background when the host, of
+// hostTotal bytes, is larger than the pool.
+func (d *Driver) maybeGrowClonePool(hostTotal int64) {
+	if !d.cow.growable(hostTotal) || !d.cow.running.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer d.cow.running.Store(false)
+		d.growClonePool()
+	}()
+}
+
+// growClonePool grows the pool to the host filesystem's size, if it is
+// smaller, and logs the change.
+func (d *Driver) growClonePool() {
+	g := &d.cow
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.img == "" || g.stopped {
+		return
+	}
+	host, err := loopdisk.ClonePoolTarget(d.cfg.StateDir)
+	if err == nil && host == g.failedAt {
+		return // failed for this host size already: logged then
+	}
+	before, after, err := loopdisk.GrowClonePool(g.img, g.mnt)
+	if before > 0 {
+		g.size.Store(after)
+	}
+	if err != nil {
+		g.failedAt = host
+		d.log.Warn("the clone pool could not grow with the host's filesystem: sandbox disks may fill it before the host", "pool", g.mnt, "size", before, "host", host, "err", err)
+		return
+	}
+	g.failedAt = 0
+	if after > before {
+		g.grows.Add(1)
+		d.log.Info("the clone pool grew with the host's filesystem", "pool", g.mnt, "from", before, "to", after)
+	}
 }
 
 // Where a sandbox lives does not depend on whether this start mounted the
@@ -248,5 +320,8 @@ func (d *Driver) unmountClonePool() error {
 	if d.data == d.cfg.StateDir {
 		return nil
 	}
+	d.cow.mu.Lock()
+	d.cow.stopped = true
+	d.cow.mu.Unlock()
 	return loopdisk.Unmount(d.data)
 }

@@ -145,7 +145,13 @@ func startHelper(t *testing.T, stateDir string, cred *exec.Cmd) (model.Endpoint,
 // deleted when the test ends.
 func newDriver(t testing.TB) *Driver {
 	t.Helper()
-	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin})
+	return newDriverWith(t, Config{StateDir: t.TempDir(), SidecarPath: sidecarBin})
+}
+
+// newDriverWith returns a Driver of cfg, shut down when the test ends.
+func newDriverWith(t testing.TB, cfg Config) *Driver {
+	t.Helper()
+	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

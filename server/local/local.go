@@ -150,6 +150,8 @@ type Driver struct {
 	data    string           // holds sandboxes/, pool/, images/, snapshots/: StateDir, or the clone pool (cow.go)
 	// moved: sandboxes an earlier start left in the other root (cow.go).
 	moved movedSandboxes
+	// cow grows the clone pool with the host filesystem (cow.go).
+	cow poolGrowth
 
 	mu       sync.Mutex
 	children map[string]<-chan struct{} // jails this process started, closed once reaped

@@ -116,7 +116,11 @@ func isolationProbes(stateDir, workspace string, port int) []probe {
 		// within 10 s (a jail at load ~30 took longer than the 0.8 s left
 		// before a single look, once in a session).
 		{name: "orphans are reaped", command: `(sleep 0.2 &); sleep 1; for i in $(seq 50); do n=$(ps -e -o stat= | grep -c '^Z'); [ "$n" = 0 ] && break; sleep 0.2; done; echo "$n"`, ok: true, stdout: is("0")},
-		{name: "sidecar's threads share the cgroup namespace", command: `readlink /proc/$(pgrep -nf '^boxkite-sidecar (init|serve)')/task/*/ns/cgroup /proc/self/ns/cgroup | sort -u | wc -l`, ok: true, stdout: is("1")},
+		// That the sidecar's threads share the command's cgroup namespace is
+		// read from the host by internal/securitytest's
+		// TestCgroupNamespaceHidesHost: a command may not read the
+		// namespaces of the sidecar (not dumpable), so a readlink here
+		// listed only its own and could not fail.
 	}
 }
 

@@ -26,16 +26,7 @@ import (
 // state dir, shut down when the test ends.
 func newPoolDriver(t *testing.T, stateDir string, size int) *Driver {
 	t.Helper()
-	d, err := New(Config{StateDir: stateDir, SidecarPath: sidecarBin, WarmPool: size})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Shutdown(context.Background()); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return d
+	return newDriverWith(t, Config{StateDir: stateDir, SidecarPath: sidecarBin, WarmPool: size})
 }
 
 // waitPool waits until the pool holds n ready members and returns their names.

@@ -16,7 +16,7 @@ import (
 
 // newCloneDriver is a root driver whose disks live on the XFS clone pool,
 // in a short state directory (unix socket paths must stay short).
-func newCloneDriver(t *testing.T) *Driver {
+func newCloneDriver(t testing.TB) *Driver {
 	t.Helper()
 	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
 		t.Skip("the clone pool needs root")

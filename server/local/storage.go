@@ -279,9 +279,11 @@ func (f *frozenSet) list() []string {
 }
 
 // WatchStorage implements model.StorageWatcher: it reads the host's free
-// space every storageInterval and freezes every running sandbox while it
-// is below half the watermark, thawing them once it is back above the
-// watermark, and calls changed for each change until ctx is done.
+// space (and the clone pool's, which holds the sandboxes' disks) every
+// storageInterval and freezes every running sandbox while either is below
+// half its watermark, thawing them once both are back above it, and calls
+// changed for each change until ctx is done. Its reading also grows the
+// pool when the host has grown (cow.go).
 // Sandboxes a previous driver left frozen are reported first.
 func (d *Driver) WatchStorage(ctx context.Context, changed func(id string, frozen bool)) error {
 	for _, id := range d.frozen.list() {
@@ -295,16 +297,14 @@ func (d *Driver) WatchStorage(ctx context.Context, changed func(id string, froze
 			return nil
 		case <-tick.C:
 		}
-		var fs unix.Statfs_t
-		if err := unix.Statfs(d.cfg.StateDir, &fs); err != nil {
-			return fmt.Errorf("read free disk space: %w", err)
+		low, room, err := d.diskRoom()
+		if err != nil {
+			return err
 		}
-		total, free := int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
-		w := d.watermark(total)
 		switch {
-		case w > 0 && free < w/2:
+		case low:
 			d.freezeAll(changed)
-		case free >= w:
+		case room:
 			d.thawAll(changed)
 		}
 	}
@@ -390,15 +390,34 @@ func (d *Driver) adoptFrozen(id string) {
 	d.frozen.set(id, true)
 }
 
-// diskAboveWatermark reports whether the state directory's filesystem has
-// at least the watermark free, where the storage watch thaws.
+// diskAboveWatermark reports whether the state directory's filesystem
+// and the clone pool have at least their watermarks free, where the
+// storage watch thaws.
 func (d *Driver) diskAboveWatermark() bool {
-	var fs unix.Statfs_t
-	if err := unix.Statfs(d.cfg.StateDir, &fs); err != nil {
-		return false
+	_, room, err := d.diskRoom()
+	return err == nil && room
+}
+
+// diskRoom reads the host's and the clone pool's free space: low when
+// either is below half its watermark, where the storage watch freezes,
+// room when both are at or above it, where it thaws. A pool short of
+// space while the host has grown past it is grown first (the pool cannot
+// be grown by freeing, so a frozen sandbox would wait for nothing).
+func (d *Driver) diskRoom() (low, room bool, err error) {
+	r := &hostReading{}
+	if err := d.statDisk(r); err != nil {
+		return false, false, err
 	}
-	total, free := int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
-	return free >= d.watermark(total)
+	if pw := d.watermark(r.poolTotal); r.poolTotal > 0 && r.poolFree < pw && d.cow.growable(r.diskTotal) {
+		d.growClonePool()
+		if err := d.statPool(r); err != nil {
+			return false, false, err
+		}
+	}
+	w, pw := d.watermark(r.diskTotal), d.watermark(r.poolTotal)
+	low = w > 0 && r.diskFree < w/2 || r.poolTotal > 0 && pw > 0 && r.poolFree < pw/2
+	room = r.diskFree >= w && (r.poolTotal == 0 || r.poolFree >= pw)
+	return low, room, nil
 }
 
 // releaseHandles closes what the driver holds open on its sandboxes'

@@ -182,12 +182,13 @@ type HostLimitError struct {
 	Used     int64
 	Limit    int64  // the limit, or for the disk the watermark
 	Free     int64  // disk: bytes free
+	Disk     string // disk: what is short of space, "" for the host ("the clone pool")
 	Hint     string // what the operator can do
 }
 
 func (e *HostLimitError) Error() string {
 	if e.Resource == api.HostDiskResource {
-		return fmt.Sprintf("the host has %s free, below its watermark of %s", formatBytes(e.Free), formatBytes(e.Limit))
+		return fmt.Sprintf("%s has %s free, below its watermark of %s", cmp.Or(e.Disk, "the host"), formatBytes(e.Free), formatBytes(e.Limit))
 	}
 	return fmt.Sprintf("the host is near its %s limit: %d of %d in use", e.Resource, e.Used, e.Limit)
 }
@@ -198,8 +199,8 @@ func (e *HostLimitError) APIError(what string) *api.Error {
 	if e.Resource == api.HostDiskResource {
 		return &api.Error{
 			Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage,
-			Message: fmt.Sprintf("%s refused: the host has %s free, below its free-space watermark of %s",
-				what, formatBytes(e.Free), formatBytes(e.Limit)),
+			Message: fmt.Sprintf("%s refused: %s has %s free, below its free-space watermark of %s",
+				what, cmp.Or(e.Disk, "the host"), formatBytes(e.Free), formatBytes(e.Limit)),
 			Hint:    cmp.Or(e.Hint, "free space on the host (remove sandboxes and volumes you no longer need), then retry"),
 			Details: map[string]any{"resource": e.Resource, "free_bytes": e.Free, "watermark_bytes": e.Limit},
 		}

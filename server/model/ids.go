@@ -7,21 +7,21 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // KeyPrefix starts every API key.
-const KeyPrefix = "bxk_live_"
-
-// keyPattern is the whole key: the prefix and base64url of 32 random bytes.
-var keyPattern = regexp.MustCompile(`^bxk_live_[A-Za-z0-9_-]{43}$`)
+const KeyPrefix = api.APIKeyPrefix
 
 // NewAPIKey returns a fresh random key string ("bxk_live_" + 43 url-safe characters).
 func NewAPIKey() string {
 	return KeyPrefix + base64.RawURLEncoding.EncodeToString(randBytes(32))
 }
 
-// ValidAPIKey reports whether key has the shape of a boxkite API key.
-func ValidAPIKey(key string) bool { return keyPattern.MatchString(key) }
+// ValidAPIKey reports whether key has the shape of a boxkite API key
+// (api.ValidAPIKey, which the CLI checks keys with too).
+func ValidAPIKey(key string) bool { return api.ValidAPIKey(key) }
 
 // HashAPIKey returns the stored form of key: lower-case hex SHA-256.
 func HashAPIKey(key string) string {

@@ -95,6 +95,13 @@ type APIKey struct {
 	LastUsedAt *time.Time
 	// ExpiresAt is when the key stops working; nil: never.
 	ExpiresAt *time.Time
+	// Demotions counts the demotions of MemberID (owner or admin to
+	// member) that lowered this admin key of an organization to a
+	// member's. What the key held as an admin key (a takeover token it
+	// minted, a request in flight) carries the count it had then and ends
+	// when the count grows; it never goes down, so a promotion back does
+	// not revive it.
+	Demotions int64
 }
 
 // Expired reports whether the key has expired at now.

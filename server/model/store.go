@@ -179,6 +179,16 @@ type CredentialStore interface {
 	// that are not valid credentials at now: revoked, expired (at or past
 	// their ExpiresAt) or unknown API keys, deleted SSH keys.
 	RevokedCredentials(ctx context.Context, ids []string, now time.Time) ([]string, error)
+	// APIKeyRole returns the role API key id acts with at now, its own or
+	// for an organization's key the lesser of its own and its holder's
+	// current role there (EffectiveKeyRole), and its APIKey.Demotions;
+	// role "" when the key is revoked, expired or unknown, or its holder
+	// is no longer a member. A takeover token's use reads it.
+	APIKeyRole(ctx context.Context, id string, now time.Time) (role string, demotions int64, err error)
+	// KeyDemotions returns APIKey.Demotions of those of ids (credential
+	// ids: API keys, SSH keys) that were ever demoted; the others are left
+	// out.
+	KeyDemotions(ctx context.Context, ids []string) (map[string]int64, error)
 	// SetKeepOutputSecrets sets the account's Account.KeepOutputSecrets;
 	// ErrNotFound if there is no such account.
 	SetKeepOutputSecrets(ctx context.Context, accountID string, keep bool) error
@@ -400,13 +410,23 @@ type AuditListener interface {
 	ListenAudit(ctx context.Context, notify func(sandboxID, entryID string), connected func()) error
 }
 
+// Revocation is a notice that what a credential holds ends: it was
+// revoked (an API key) or deleted (an SSH key), or, Demotions > 0, an
+// organization's admin key was lowered to a member's by its holder's
+// demotion and Demotions is its APIKey.Demotions now.
+type Revocation struct {
+	CredentialID string
+	Demotions    int64
+}
+
 // RevocationListener is implemented by stores several servers share. It
-// blocks until ctx is done or the connection fails, calling notify with
-// the id of every credential (API key or SSH key) revoked by any server,
-// and connected each time it starts listening (revocations made while it
-// was not listening are lost: the server then asks the store).
+// blocks until ctx is done or the connection fails, calling notify for
+// every credential (API key or SSH key) revoked, and every admin key
+// demoted, by any server, and connected each time it starts listening
+// (notices sent while it was not listening are lost: the server then asks
+// the store).
 type RevocationListener interface {
-	ListenRevocations(ctx context.Context, notify func(credentialID string), connected func()) error
+	ListenRevocations(ctx context.Context, notify func(Revocation), connected func()) error
 }
 
 // SnapshotStore holds snapshot records (issue 22). A deleted snapshot

@@ -12,7 +12,10 @@
 // the key names its holder, each request loads the holder's current role
 // with the key, and the key's effective role is the lesser of its own and
 // that role (model.EffectiveKeyRole). Removing a member revokes their keys
-// of the organization at once; docs/organizations.md has the rules.
+// of the organization at once; demoting one to member ends what their
+// admin keys held as admin keys (Deps.Demoted: terminals, streams, the
+// takeover tokens they minted) and deletes the SSH keys they registered,
+// the keys going on as member keys; docs/organizations.md has the rules.
 //
 // Every handler authorizes first (access): the person behind the
 // credential must be a member of the organization with the role the

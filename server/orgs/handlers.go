@@ -240,7 +240,7 @@ func (s *Service) setRole(w http.ResponseWriter, r *http.Request) error {
 	if role == model.RoleOwner && caller.Role != model.RoleOwner {
 		return needRole(model.RoleOwner, caller.Role)
 	}
-	err = s.d.Store.SetOrgMemberRole(r.Context(), m.OrgID, m.AccountID, role)
+	demoted, err := s.d.Store.SetOrgMemberRole(r.Context(), m.OrgID, m.AccountID, role)
 	switch {
 	case errors.Is(err, ErrLastOwner):
 		return errLastOwner
@@ -248,6 +248,20 @@ func (s *Service) setRole(w http.ResponseWriter, r *http.Request) error {
 		return memberNotFound(m.AccountID)
 	case err != nil:
 		return fmt.Errorf("change role: %w", err)
+	}
+	// A demotion ends what the member's admin credentials hold (a
+	// terminal, a stream), as a removal does; a takeover token their keys
+	// minted is refused at use (its count of demotions is behind the
+	// key's), one their SSH keys minted as theirs are gone.
+	for _, k := range demoted.Keys {
+		s.d.Demoted(k.ID, k.Demotions)
+	}
+	for _, id := range demoted.SSHKeys {
+		s.d.Revoked(id)
+	}
+	if len(demoted.Keys)+len(demoted.SSHKeys) > 0 {
+		s.d.Log.InfoContext(r.Context(), "organization member demoted", "org", m.OrgID, "member", m.AccountID,
+			"keys_lowered", len(demoted.Keys), "ssh_keys_deleted", len(demoted.SSHKeys))
 	}
 	m.Role = role
 	httpx.WriteJSON(w, http.StatusOK, memberToAPI(m))

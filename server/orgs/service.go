@@ -21,6 +21,11 @@ type Deps struct {
 	// Revoked ends at once what a revoked key holds (its streams,
 	// terminals), as DELETE /v1/api-keys/{id} does.
 	Revoked func(keyID string)
+	// Demoted ends at once what admin key keyID held before its holder's
+	// demotion to member made it a member key, its count of demotions now
+	// demotions (its terminals, its streams), as Revoked does for a
+	// revoked key; the key goes on, as a member's.
+	Demoted func(keyID string, demotions int64)
 	// Limits are the server's per-account limits, the ceiling of an
 	// organization's quota (0: none).
 	Limits api.OrganizationQuota
@@ -29,9 +34,9 @@ type Deps struct {
 // Service serves the organizations routes.
 type Service struct{ d Deps }
 
-// New returns the service; Store, Log, Now and Revoked are required.
+// New returns the service; Store, Log, Now, Revoked and Demoted are required.
 func New(d Deps) (*Service, error) {
-	if d.Store == nil || d.Log == nil || d.Now == nil || d.Revoked == nil {
+	if d.Store == nil || d.Log == nil || d.Now == nil || d.Revoked == nil || d.Demoted == nil {
 		return nil, errors.New("orgs: a dependency is missing")
 	}
 	return &Service{d: d}, nil

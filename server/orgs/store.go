@@ -17,6 +17,22 @@ type Org struct {
 	Quota     api.OrganizationQuota
 }
 
+// Demotion is what a member's demotion to member ended: their admin keys
+// of the organization, lowered to member keys, and the SSH keys they had
+// registered in it, deleted.
+type Demotion struct {
+	Keys    []DemotedKey
+	SSHKeys []string // ids
+}
+
+// DemotedKey is an admin key of an organization its holder's demotion
+// lowered to a member key, with its count of demotions now
+// (model.APIKey.Demotions).
+type DemotedKey struct {
+	ID        string
+	Demotions int64
+}
+
 // Member is one membership, with the member's email.
 type Member struct {
 	OrgID     string
@@ -72,8 +88,14 @@ type Store interface {
 	// OrgMembers returns the members, owners first.
 	OrgMembers(ctx context.Context, orgID string) ([]*Member, error)
 	// SetOrgMemberRole changes a member's role; ErrLastOwner when that
-	// would leave no owner, model.ErrNotFound for no such member.
-	SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) error
+	// would leave no owner, model.ErrNotFound for no such member. A
+	// demotion (owner or admin to member) lowers the member's admin keys of
+	// the organization to member keys, counting one more demotion on each
+	// (model.APIKey.Demotions), and deletes the SSH keys they registered in
+	// it (an admin's only), so that what those held as admin credentials
+	// ends (the other servers are told, as for a revocation); it returns
+	// both. Any other change (a promotion, owner to admin) returns none.
+	SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) (Demotion, error)
 	// RemoveOrgMember removes a member, revokes at t the API keys of the
 	// organization they hold and deletes the SSH keys they registered in
 	// it and the webhook subscriptions (with their deliveries) they

@@ -144,16 +144,32 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, t target) error 
 	q := r.URL.Query()
 	token := q.Get(api.PreviewTokenParam)
 	fromQuery := token != ""
+	candidates := []string{token}
 	if !fromQuery {
-		if c, err := r.Cookie(api.PreviewCookie); err == nil {
-			token = c.Value
+		// Every boxkite_preview cookie the browser sent, not only the
+		// first: a page under the same parent domain (another preview's
+		// script, on the preview domain) can set one of that name with a
+		// longer path, which browsers send first, to lock a tenant out.
+		candidates = candidates[:0]
+		for _, c := range r.CookiesNamed(api.PreviewCookie) {
+			if len(candidates) == maxPreviewCookies {
+				break
+			}
+			candidates = append(candidates, c.Value)
 		}
 	}
-	rec, err := s.lookup(r.Context(), token)
-	if err != nil {
-		return err
+	var rec *Record
+	for _, tok := range candidates {
+		got, err := s.lookup(r.Context(), tok)
+		if err != nil {
+			return err
+		}
+		if got != nil && got.SandboxID == t.sandboxID && got.Port == t.port {
+			rec, token = got, tok
+			break
+		}
 	}
-	if rec == nil || rec.SandboxID != t.sandboxID || rec.Port != t.port {
+	if rec == nil {
 		return unauthorized()
 	}
 	if fromQuery {
@@ -162,8 +178,11 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, t target) error 
 			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil,
 		})
 		q.Del(api.PreviewTokenParam)
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			// The token leaves the address bar (and Referer) at once.
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !isUpgrade(r) {
+			// The token leaves the address bar (and Referer) at once. Not
+			// from a WebSocket handshake: no WebSocket client follows a
+			// redirect, and none has an address bar; it is proxied with
+			// the token taken out, like any other request.
 			u := *r.URL
 			u.RawQuery = q.Encode()
 			u.Scheme, u.Host = "", ""
@@ -183,6 +202,27 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, t target) error 
 	defer done()
 	s.proxy(rt, t, q).ServeHTTP(w, r.WithContext(ctx))
 	return nil
+}
+
+// maxPreviewCookies bounds the boxkite_preview cookies of one request
+// that are looked up.
+const maxPreviewCookies = 4
+
+// isUpgrade reports whether r asks to switch protocols (a WebSocket
+// handshake): its Connection header lists "upgrade" and it names an
+// Upgrade.
+func isUpgrade(r *http.Request) bool {
+	if r.Header.Get("Upgrade") == "" {
+		return false
+	}
+	for _, v := range r.Header.Values("Connection") {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // proxy returns the reverse proxy of one request: to the sidecar's

@@ -133,22 +133,6 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// validName reports whether name may name a secret: what {{secret:NAME}}
-// can spell, but "." and "..", which no URL path can carry as a segment
-// (browsers, Node's fetch and Rust's url crate resolve them, %2E too), so
-// no SDK could read, update or remove such a secret by name.
-func validName(name string) bool {
-	if name == "" || len(name) > api.MaxSecretNameLen || name == "." || name == ".." {
-		return false
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
 func checkValue(v string) error {
 	if v == "" || len(v) > api.MaxSecretValueLen {
 		return api.Invalid("value", fmt.Sprintf("value must be 1 to %d bytes", api.MaxSecretValueLen), "")
@@ -164,9 +148,8 @@ func (s *Service) Create(ctx context.Context, accountID string, req api.CreateSe
 	if err := s.ready(); err != nil {
 		return api.Secret{}, err
 	}
-	if !validName(req.Name) {
-		return api.Secret{}, api.Invalid("name", fmt.Sprintf("name must be 1 to %d letters, digits, '_', '-' or '.', and not . or ..", api.MaxSecretNameLen),
-			"pick a name such as GITHUB_TOKEN; requests refer to it as {{secret:GITHUB_TOKEN}}")
+	if err := api.CheckSecretName(req.Name); err != nil {
+		return api.Secret{}, err
 	}
 	if err := checkValue(req.Value); err != nil {
 		return api.Secret{}, err

@@ -10,7 +10,7 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-const keyColumns = `k.id, k.account_id, k.name, k.key_hash, k.prefix, k.role, k.created_at, k.revoked_at, k.last_used_at, k.member_id, k.expires_at`
+const keyColumns = `k.id, k.account_id, k.name, k.key_hash, k.prefix, k.role, k.created_at, k.revoked_at, k.last_used_at, k.member_id, k.expires_at, k.demotions`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -30,7 +30,7 @@ func scanKey(r rowScanner, extra ...any) (*model.APIKey, error) {
 	var k model.APIKey
 	var created int64
 	var revoked, used, expires sql.NullInt64
-	dest := append([]any{&k.ID, &k.AccountID, &k.Name, &k.Hash, &k.Prefix, &k.Role, &created, &revoked, &used, &k.MemberID, &expires}, extra...)
+	dest := append([]any{&k.ID, &k.AccountID, &k.Name, &k.Hash, &k.Prefix, &k.Role, &created, &revoked, &used, &k.MemberID, &expires, &k.Demotions}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return nil, err
 	}

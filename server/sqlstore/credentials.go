@@ -108,6 +108,56 @@ func (s *Store) PasswordHash(ctx context.Context, email string) (*model.Account,
 	return &a, hash, nil
 }
 
+// APIKeyRole implements model.CredentialStore.
+func (s *Store) APIKeyRole(ctx context.Context, id string, now time.Time) (string, int64, error) {
+	var role, member string
+	var demotions int64
+	var memberRole sql.NullString
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT k.role, k.member_id, k.demotions, m.role FROM api_keys k
+		LEFT JOIN organization_members m ON m.org_id = k.account_id AND m.account_id = k.member_id
+		WHERE k.id = ? AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ?)`), id, micros(now)).Scan(&role, &member, &demotions, &memberRole)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("query key role: %w", err)
+	}
+	if member == "" {
+		return role, demotions, nil
+	}
+	return model.EffectiveKeyRole(role, memberRole.String), demotions, nil
+}
+
+// KeyDemotions implements model.CredentialStore.
+func (s *Store) KeyDemotions(ctx context.Context, ids []string) (map[string]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, demotions FROM api_keys WHERE demotions > 0 AND id IN (`+in+`)`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("query demotions: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("scan demotions: %w", err)
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query demotions: %w", err)
+	}
+	return out, nil
+}
+
 // ListAPIKeys implements model.CredentialStore.
 func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]*model.APIKey, error) {
 	return queryAll(ctx, s, "api keys", func(r rowScanner) (*model.APIKey, error) { return scanKey(r) },

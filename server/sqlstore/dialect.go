@@ -49,7 +49,8 @@ type dialect struct {
 	// "<sandbox id>:<entry id>", to tell the other servers (see ListenAudit).
 	notifyAppend string
 	// notifyRevoke, when set, runs in the transaction that revokes an API
-	// key or deletes an SSH key, with its id (see ListenRevocations).
+	// key or deletes an SSH key, with its id, and in the one that demotes
+	// a member, for each admin key lowered (see ListenRevocations).
 	notifyRevoke string
 	// storeFault returns model.ErrStoreReadOnly, ErrStoreFull or
 	// ErrStoreIO when err says the database cannot take writes at all,

@@ -149,7 +149,8 @@ func TestLookupCacheSeesEveryChange(t *testing.T) {
 			return s.UpdateOrg(ctx, &o)
 		}},
 		{"SetOrgMemberRole", func(ctx context.Context, s *Store, f *cacheFixture) error {
-			return s.SetOrgMemberRole(ctx, f.org.ID, f.member.ID, model.RoleMember)
+			_, err := s.SetOrgMemberRole(ctx, f.org.ID, f.member.ID, model.RoleMember)
+			return err
 		}},
 		{"RemoveOrgMember", func(ctx context.Context, s *Store, f *cacheFixture) error {
 			_, err := s.RemoveOrgMember(ctx, f.org.ID, f.member.ID, t0)

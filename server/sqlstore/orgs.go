@@ -145,9 +145,14 @@ func (s *Store) memberRole(ctx context.Context, tx *sql.Tx, orgID, accountID str
 	return role, s.mapErr(err)
 }
 
-// SetOrgMemberRole implements orgs.Store.
-func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+// SetOrgMemberRole implements orgs.Store. A demotion to member (from
+// owner or admin) counts one more demotion on each admin key of the
+// organization the member holds and deletes the SSH keys they registered
+// in it, and notifies the other servers of each.
+func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) (orgs.Demotion, error) {
+	var out orgs.Demotion
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		out = orgs.Demotion{}
 		if err := s.lockOrg(ctx, tx, orgID); err != nil {
 			return err
 		}
@@ -168,8 +173,40 @@ func (s *Store) SetOrgMemberRole(ctx context.Context, orgID, accountID, role str
 		if err != nil {
 			return fmt.Errorf("update member: %w", err)
 		}
+		if model.EffectiveKeyRole(model.RoleAdmin, cur) != model.RoleAdmin || model.EffectiveKeyRole(model.RoleAdmin, role) == model.RoleAdmin {
+			return nil // not a demotion: no admin key of theirs acts lower than it did
+		}
+		const mine = ` WHERE account_id = ? AND member_id = ? AND role = ? AND revoked_at IS NULL`
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET demotions = demotions + 1`+mine), orgID, accountID, model.RoleAdmin); err != nil {
+			return fmt.Errorf("demote member's keys: %w", err)
+		}
+		out.Keys, err = queryAllIn(ctx, tx, s, "member's keys", func(r rowScanner) (orgs.DemotedKey, error) {
+			var k orgs.DemotedKey
+			err := r.Scan(&k.ID, &k.Demotions)
+			return k, err
+		}, `SELECT id, demotions FROM api_keys`+mine+` ORDER BY id`, orgID, accountID, model.RoleAdmin)
+		if err != nil {
+			return err
+		}
+		for _, k := range out.Keys {
+			if err := s.notifyDemoted(ctx, tx, k.ID, k.Demotions); err != nil {
+				return err
+			}
+		}
+		if out.SSHKeys, err = s.memberSSHKeys(ctx, tx, orgID, accountID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM ssh_keys WHERE account_id = ? AND member_id = ?`), orgID, accountID); err != nil {
+			return fmt.Errorf("delete member's ssh keys: %w", err)
+		}
+		for _, id := range out.SSHKeys {
+			if err := s.notifyRevoked(ctx, tx, id); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
+	return out, err
 }
 
 // RemoveOrgMember implements orgs.Store.

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/orgs"
 	"github.com/boxkite/boxkite/server/webhooks"
@@ -53,11 +56,51 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	if err != nil || got.MemberID != b.ID || got.MemberRole != model.RoleAdmin || acct.Org == nil || acct.Org.Name != "acme" {
 		t.Fatalf("APIKeyByHash = %+v %+v, %v", got, acct, err)
 	}
-	if err := st.SetOrgMemberRole(ctx, o.ID, b.ID, model.RoleMember); err != nil {
+	// B's role changes in turn: only a change that lowers B's admin key to
+	// a member's counts a demotion on it, and the count never goes down;
+	// the first demotion deletes the SSH key B registered in the
+	// organization as an admin.
+	ssh0 := &model.SSHKey{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, Name: "b0", PublicKey: "ssh-ed25519 AAAB", Fingerprint: "SHA256:b0", CreatedAt: base}
+	if err := ms.CreateSSHKey(ctx, ssh0); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _ := ms.APIKeyByHash(ctx, k.Hash); got.MemberRole != model.RoleMember {
-		t.Errorf("after demotion, MemberRole = %q", got.MemberRole)
+	type standing struct {
+		Role      string
+		Demotions int64
+	}
+	for _, step := range []struct {
+		role    string
+		demoted orgs.Demotion
+		want    standing // APIKeyRole after the change
+	}{
+		{model.RoleOwner, orgs.Demotion{}, standing{model.RoleAdmin, 0}},
+		{model.RoleAdmin, orgs.Demotion{}, standing{model.RoleAdmin, 0}}, // owner to admin: the key stays an admin's
+		{model.RoleMember, orgs.Demotion{Keys: []orgs.DemotedKey{{ID: k.ID, Demotions: 1}}, SSHKeys: []string{ssh0.ID}}, standing{model.RoleMember, 1}},
+		{model.RoleMember, orgs.Demotion{}, standing{model.RoleMember, 1}},
+		{model.RoleAdmin, orgs.Demotion{}, standing{model.RoleAdmin, 1}}, // a promotion back: the count stays
+		{model.RoleOwner, orgs.Demotion{}, standing{model.RoleAdmin, 1}},
+		{model.RoleMember, orgs.Demotion{Keys: []orgs.DemotedKey{{ID: k.ID, Demotions: 2}}}, standing{model.RoleMember, 2}},
+	} {
+		demoted, err := st.SetOrgMemberRole(ctx, o.ID, b.ID, step.role)
+		if err != nil {
+			t.Fatalf("SetOrgMemberRole %s: %v", step.role, err)
+		}
+		if diff := cmp.Diff(step.demoted, demoted, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("made %s, what the change ended (-want +got):\n%s", step.role, diff)
+		}
+		role, n, err := ms.APIKeyRole(ctx, k.ID, base)
+		if diff := cmp.Diff(step.want, standing{role, n}); err != nil || diff != "" {
+			t.Errorf("made %s, APIKeyRole (-want +got):\n%s%v", step.role, diff, err)
+		}
+		if got, _, _ := ms.APIKeyByHash(ctx, k.Hash); got.MemberRole != step.role || got.Demotions != step.want.Demotions {
+			t.Errorf("made %s, APIKeyByHash MemberRole %q Demotions %d", step.role, got.MemberRole, got.Demotions)
+		}
+	}
+	if got, err := ms.KeyDemotions(ctx, []string{k.ID, "no-such-key"}); err != nil || !cmp.Equal(got, map[string]int64{k.ID: 2}) {
+		t.Errorf("KeyDemotions = %v, %v; want only B's key's, 2", got, err)
+	}
+	if _, err := ms.SSHKeyByFingerprint(ctx, ssh0.Fingerprint); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("the SSH key B registered before the demotion: %v; want it deleted", err)
 	}
 	ssh := &model.SSHKey{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, Name: "b", PublicKey: "ssh-ed25519 AAAA", Fingerprint: "SHA256:b", CreatedAt: base}
 	if err := ms.CreateSSHKey(ctx, ssh); err != nil {
@@ -82,6 +125,9 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	revoked, err := st.RemoveOrgMember(ctx, o.ID, b.ID, base)
 	if err != nil || len(revoked) != 2 || revoked[0] != k.ID || revoked[1] != ssh.ID {
 		t.Fatalf("RemoveOrgMember = %v, %v", revoked, err)
+	}
+	if role, _, err := ms.APIKeyRole(ctx, k.ID, base); err != nil || role != "" {
+		t.Errorf("after removal, APIKeyRole = %q, %v; want none", role, err)
 	}
 	if hooks, err := ws.Webhooks(ctx, o.ID); err != nil || len(hooks) != 1 || hooks[0].ID != hookA.ID || hooks[0].MemberID != a.ID {
 		t.Errorf("the organization's webhooks after removing B: %+v, %v (want A's only)", hooks, err)
@@ -109,7 +155,7 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, id := range []string{a.ID, b.ID} {
-		wg.Go(func() { errs[i] = st.SetOrgMemberRole(ctx, o.ID, id, model.RoleMember) })
+		wg.Go(func() { _, errs[i] = st.SetOrgMemberRole(ctx, o.ID, id, model.RoleMember) })
 	}
 	wg.Wait()
 	if (errs[0] == nil) == (errs[1] == nil) || (!errors.Is(errs[0], orgs.ErrLastOwner) && !errors.Is(errs[1], orgs.ErrLastOwner)) {

@@ -35,7 +35,9 @@ const (
 const auditChannel = "boxkite_audit"
 
 // revokeChannel carries the ids of revoked API keys and deleted SSH keys
-// to every server sharing the database (ListenRevocations).
+// to every server sharing the database (ListenRevocations), and
+// "demoted:<key id>:<count>" for an organization's admin key its
+// holder's demotion lowered (SetOrgMemberRole).
 const revokeChannel = "boxkite_revoke"
 
 var postgresDialect = dialect{
@@ -190,9 +192,40 @@ var _ model.RevocationListener = (*Store)(nil)
 
 // ListenRevocations implements model.RevocationListener: on Postgres it
 // LISTENs on a connection of its own for the ids RevokeAPIKey and
-// DeleteSSHKey notify; elsewhere it returns nil at once.
-func (s *Store) ListenRevocations(ctx context.Context, notify func(credentialID string), connected func()) error {
-	return s.listen(ctx, revokeChannel, notify, connected)
+// DeleteSSHKey notify, and the demotions SetOrgMemberRole does; elsewhere
+// it returns nil at once.
+func (s *Store) ListenRevocations(ctx context.Context, notify func(model.Revocation), connected func()) error {
+	return s.listen(ctx, revokeChannel, func(payload string) { notify(parseRevocation(payload)) }, connected)
+}
+
+// demotedPrefix starts a demotion's notice on revokeChannel.
+const demotedPrefix = "demoted:"
+
+// parseRevocation reads a notice on revokeChannel: a credential id, or
+// demotedPrefix, a key id, ":" and its count of demotions. A demotion's
+// notice that does not parse is taken for a revocation of the whole
+// payload, which names no credential and so ends nothing.
+func parseRevocation(payload string) model.Revocation {
+	if rest, ok := strings.CutPrefix(payload, demotedPrefix); ok {
+		if i := strings.LastIndexByte(rest, ':'); i > 0 {
+			if n, err := strconv.ParseInt(rest[i+1:], 10, 64); err == nil && n > 0 {
+				return model.Revocation{CredentialID: rest[:i], Demotions: n}
+			}
+		}
+	}
+	return model.Revocation{CredentialID: payload}
+}
+
+// notifyDemoted tells the other servers (ListenRevocations) that admin
+// key id was lowered to a member's, its count of demotions now n, in tx.
+func (s *Store) notifyDemoted(ctx context.Context, tx *sql.Tx, id string, n int64) error {
+	if s.d.notifyRevoke == "" {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, s.d.notifyRevoke, demotedPrefix+id+":"+strconv.FormatInt(n, 10)); err != nil {
+		return fmt.Errorf("notify demotion: %w", err)
+	}
+	return nil
 }
 
 // notifyRevoked tells the other servers (ListenRevocations) that

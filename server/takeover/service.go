@@ -47,6 +47,10 @@ type Deps struct {
 	// CredentialValid reports whether a credential id (API key or SSH key)
 	// is still valid.
 	CredentialValid func(ctx context.Context, id string) (bool, error)
+	// KeyRole returns the role API key id acts with now ("" when it is not
+	// valid) and its count of demotions (model.APIKey.Demotions), read
+	// when a takeover token it minted is used.
+	KeyRole func(ctx context.Context, id string) (role string, demotions int64, err error)
 	// JWTKey is the key that signs tokens.
 	JWTKey func(ctx context.Context) ([]byte, error)
 	// BastionKey is what boxkite-bastion presents; "" turns its route off.
@@ -64,7 +68,7 @@ type Service struct{ d Deps }
 // Recording is required.
 func New(d Deps) (*Service, error) {
 	if d.Store == nil || d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadSandbox == nil || d.LoadActive == nil || d.NotActive == nil ||
-		d.DialSidecarWS == nil || d.DetachesWhenIdle == nil || d.EndedAnswer == nil || d.WatchCalls == nil || d.AuthenticateKey == nil || d.CredentialValid == nil || d.JWTKey == nil || d.FlushInterval <= 0 {
+		d.DialSidecarWS == nil || d.DetachesWhenIdle == nil || d.EndedAnswer == nil || d.WatchCalls == nil || d.AuthenticateKey == nil || d.CredentialValid == nil || d.KeyRole == nil || d.JWTKey == nil || d.FlushInterval <= 0 {
 		return nil, errors.New("takeover: a dependency is missing")
 	}
 	return &Service{d: d}, nil

@@ -49,7 +49,7 @@ func (s *Service) authorizeTakeover(r *http.Request) (authz.Grant, error) {
 	case ri.Key.Role != model.RoleAdmin:
 		return authz.Grant{}, errTakeoverNotPermitted
 	default:
-		g = authz.Grant{KeyID: ri.Key.ID, KeyName: ri.Key.Name, KeyExpiresAt: ri.Key.ExpiresAt, Via: authz.ViaAPIKey}
+		g = authz.Grant{KeyID: ri.Key.ID, KeyName: ri.Key.Name, KeyExpiresAt: ri.Key.ExpiresAt, KeyDemotions: ri.Key.Demotions, Via: authz.ViaAPIKey}
 	}
 	if v := r.URL.Query().Get("read_only"); v != "" {
 		ro, err := strconv.ParseBool(v)

@@ -35,7 +35,11 @@ type takeoverClaims struct {
 	Via      string `json:"via"`   // viaAPIKey or viaSSHKey
 	// KeyExp is when the API key that minted it expires, in Unix
 	// microseconds; 0: never.
-	KeyExp int64  `json:"kexp,omitempty"`
+	KeyExp int64 `json:"kexp,omitempty"`
+	// KeyDem is the minting API key's count of demotions
+	// (model.APIKey.Demotions) then: the token is refused once the key's
+	// count is past it, even if its holder was promoted back since.
+	KeyDem int64  `json:"kdem,omitempty"`
 	Jti    string `json:"jti"`
 	authn.Times
 }
@@ -58,7 +62,7 @@ func (s *Service) mintTakeoverToken(ctx context.Context, accountID, sandboxID st
 	exp := now.Add(api.TakeoverTokenTTL)
 	tok, err := authn.SignToken(key, takeoverClaims{
 		Type: tokenTypeTakeover, Sub: accountID, Sandbox: sandboxID, ReadOnly: g.ReadOnly,
-		KeyID: g.KeyID, KeyName: g.KeyName, Via: g.Via, KeyExp: keyExp(g.KeyExpiresAt), Jti: model.NewID(),
+		KeyID: g.KeyID, KeyName: g.KeyName, Via: g.Via, KeyExp: keyExp(g.KeyExpiresAt), KeyDem: g.KeyDemotions, Jti: model.NewID(),
 		Times: authn.Times{Iat: now.Unix(), Exp: exp.Unix()},
 	})
 	if err != nil {
@@ -77,7 +81,7 @@ func keyExp(t *time.Time) int64 {
 
 // grant is what c grants.
 func (c takeoverClaims) grant() authz.Grant {
-	g := authz.Grant{KeyID: c.KeyID, KeyName: c.KeyName, Via: c.Via, ReadOnly: c.ReadOnly}
+	g := authz.Grant{KeyID: c.KeyID, KeyName: c.KeyName, KeyDemotions: c.KeyDem, Via: c.Via, ReadOnly: c.ReadOnly}
 	if c.KeyExp != 0 {
 		t := time.UnixMicro(c.KeyExp).UTC()
 		g.KeyExpiresAt = &t
@@ -106,6 +110,18 @@ func (s *Service) parseTakeoverToken(ctx context.Context, token, sandboxID strin
 	}
 	if !valid {
 		return c, errBadTakeoverToken
+	}
+	// Only an admin key mints one, and it must be one still, never
+	// demoted since: a demotion ends the tokens its keys minted, as a
+	// removal does, and a promotion back does not revive them.
+	if c.Via == authz.ViaAPIKey {
+		role, demotions, err := s.d.KeyRole(ctx, c.KeyID)
+		if err != nil {
+			return c, fmt.Errorf("check the token's key: %w", err)
+		}
+		if role != model.RoleAdmin || demotions != c.KeyDem {
+			return c, errBadTakeoverToken
+		}
 	}
 	fresh, err := s.d.Store.SpendToken(ctx, c.Jti, time.Unix(c.Exp, 0), now)
 	if err != nil {
@@ -178,7 +194,7 @@ func (s *Service) createTakeoverToken(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	g := authz.Grant{KeyID: key.ID, KeyName: key.Name, KeyExpiresAt: key.ExpiresAt, Via: authz.ViaAPIKey, ReadOnly: req.ReadOnly}
+	g := authz.Grant{KeyID: key.ID, KeyName: key.Name, KeyExpiresAt: key.ExpiresAt, KeyDemotions: key.Demotions, Via: authz.ViaAPIKey, ReadOnly: req.ReadOnly}
 	tok, err := s.mintTakeoverToken(r.Context(), sb.AccountID, sb.ID, g)
 	if err != nil {
 		return err

@@ -219,7 +219,7 @@ func BenchmarkCgroupPlacement(b *testing.B) {
 					if mode == "old" {
 						pid, err = syscall.ForkExec("/bin/cat", []string{"cat"}, attr)
 					} else {
-						pid, err = forkJail("/bin/cat", []string{"cat"}, nil, "/", []int{int(r.Fd()), 2, 2}, jailAttr, SidecarCaps(false), nil)
+						pid, err = forkJail(forkOptions{path: "/bin/cat", argv: []string{"cat"}, dir: "/", files: []int{int(r.Fd()), 2, 2}, attr: jailAttr, keep: SidecarCaps(false)})
 					}
 					if err == nil {
 						_ = unix.Getrusage(unix.RUSAGE_THREAD, &ru0)
@@ -230,7 +230,7 @@ func BenchmarkCgroupPlacement(b *testing.B) {
 				case "self":
 					var place *cgroupPlace
 					if place, err = openCgroupPlace(cg.Dirs); err == nil {
-						pid, err = forkJail("/bin/cat", []string{"cat"}, nil, "/", []int{int(r.Fd()), 2, 2}, jailAttr, SidecarCaps(false), place)
+						pid, err = forkJail(forkOptions{path: "/bin/cat", argv: []string{"cat"}, dir: "/", files: []int{int(r.Fd()), 2, 2}, attr: jailAttr, keep: SidecarCaps(false), place: place})
 						selfMoves += int64(len(place.write))
 						place.close()
 					}
@@ -299,6 +299,18 @@ func withoutClone3(t *testing.T, off, refuse bool) {
 	t.Cleanup(func() { noClone3.Store(was); cloneArgsSize = size })
 }
 
+// clone3Ways are the ways a jail's clone goes into its cgroup
+// (withoutClone3): clone3 into the cgroup2 directory, clone3 taken as
+// refused already, and clone3 refused by the kernel at the clone.
+var clone3Ways = []struct {
+	name            string
+	noClone, refuse bool
+}{
+	{"clone3", false, false},
+	{"without clone3", true, false},
+	{"clone3 refused at the clone", false, true},
+}
+
 // TestStartOwnedPlaces: a jail's clone (startOwned: asOwner, forkJail)
 // starts the jail in every directory of its cgroup before it runs
 // anything: the binary it executes reads, as its first act, its own
@@ -309,14 +321,7 @@ func withoutClone3(t *testing.T, off, refuse bool) {
 // "0" to cgroup.procs); the first must not have fallen back.
 func TestStartOwnedPlaces(t *testing.T) {
 	c := realCgroups(t)
-	for i, tt := range []struct {
-		name            string
-		noClone, refuse bool
-	}{
-		{"clone3", false, false},
-		{"without clone3", true, false},
-		{"clone3 refused at the clone", false, true},
-	} {
+	for i, tt := range clone3Ways {
 		t.Run(tt.name, func(t *testing.T) {
 			withoutClone3(t, tt.noClone, tt.refuse)
 			name := fmt.Sprintf("jailtest.selfplace.%d.%d", os.Getpid(), i)
@@ -365,6 +370,45 @@ func TestStartOwnedPlaces(t *testing.T) {
 			}
 			if want := tt.noClone || tt.refuse; noClone3.Load() != want {
 				t.Errorf("clone3 taken as refused: %v, want %v", noClone3.Load(), want)
+			}
+		})
+	}
+}
+
+// TestStartOwnedCgroupNamespace: a jail that places itself (startOwned
+// of a spec that is not a build's or a nested jail's) is born in a cgroup
+// namespace rooted at its cgroup in every hierarchy (Launch.CgroupNS):
+// the binary it executes reads, as its first act, "/" for each in its
+// /proc/self/cgroup, whether its clone was clone3's into the cgroup2
+// directory or not. A clone's own CLONE_NEWCGROUP is rooted at the
+// caller's cgroups but for the cgroup2 one clone3 places it in, so
+// without the child's unshare a hybrid host's v1 hierarchies, and every
+// hierarchy without clone3, name paths above the jail's.
+func TestStartOwnedCgroupNamespace(t *testing.T) {
+	c := realCgroups(t)
+	for i, tt := range clone3Ways {
+		t.Run(tt.name, func(t *testing.T) {
+			withoutClone3(t, tt.noClone, tt.refuse)
+			cg, err := c.Create(fmt.Sprintf("jailtest.cgroupns.%d.%d", os.Getpid(), i), Limits{Pids: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cg.Remove(context.Background()) })
+			spec := Spec{HostIDBase: testBase, CgroupDirs: cg.Dirs}
+			// /proc is the host's: /proc/self is cat's with no PID namespace.
+			out, _, finish := startOwnedCmd(t, spec, unix.CLONE_NEWPID, "/bin/cat", "/proc/self/cgroup", "-")
+			if err := finish(); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			var above []string
+			for _, line := range lines {
+				if parts := strings.SplitN(line, ":", 3); len(parts) != 3 || parts[2] != "/" {
+					above = append(above, line)
+				}
+			}
+			if len(above) > 0 || len(lines) < len(cg.Dirs) {
+				t.Errorf("the jail's first read of /proc/self/cgroup names paths other than its namespace's root %q:\n%s", above, out.String())
 			}
 		})
 	}
@@ -452,7 +496,7 @@ func TestForkJailPlacementFails(t *testing.T) {
 			if err := unix.Rmdir(cg.Dirs[i]); err != nil {
 				t.Fatal(err)
 			}
-			_, err = forkJail("/bin/true", []string{"true"}, nil, "/", []int{0, 1, 2}, sysProcAttr(spec), SidecarCaps(false), place)
+			_, err = forkJail(forkOptions{path: "/bin/true", argv: []string{"true"}, dir: "/", files: []int{0, 1, 2}, attr: sysProcAttr(spec), keep: SidecarCaps(false), place: place})
 			place.close()
 			// A dead cgroup: ENODEV from its tasks file, ENOENT from clone3.
 			if err == nil || !strings.HasPrefix(err.Error(), "place jail in cgroup: ") || !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.ENOENT) {
@@ -522,13 +566,14 @@ func TestClone3Args(t *testing.T) {
 // TestCloneParentPlacesByClone3: a Spawner's jail is cloned with
 // CLONE_PARENT, which clone3 refuses with an exit signal (EINVAL), and a
 // refused clone3 falls back to the child's write of its pid to
-// cgroup.procs: the global lock again. The jail's clone with CLONE_PARENT
-// and a new cgroup namespace must be clone3's: only then is the
-// namespace rooted at the sandbox's cgroup2 directory ("0::/" in the
-// jail's first read of /proc/self/cgroup); after the fallback's write it
-// names the sandbox's directory below the parent's. The clone runs in a
-// child process of the test (CLONE_PARENT makes the jail the test's own
-// child, reaped here).
+// cgroup.procs: the global lock again. The jail's clone (forkJail) with
+// CLONE_PARENT and a new cgroup namespace must be clone3's: only then is
+// the clone's namespace rooted at the sandbox's cgroup2 directory ("0::/"
+// in the jail's first read of /proc/self/cgroup; the kernel roots it at
+// the child's cgroups after the fork, cgroup_post_fork); after the
+// fallback's write it names the sandbox's directory below the parent's.
+// The clone runs in a child process of the test (CLONE_PARENT makes the
+// jail the test's own child, reaped here).
 func TestCloneParentPlacesByClone3(t *testing.T) {
 	if out := os.Getenv("BOXKITE_TEST_CLONE_PARENT"); out != "" {
 		spec := Spec{HostIDBase: testBase, CgroupDirs: strings.Split(os.Getenv("BOXKITE_TEST_CLONE_PARENT_DIRS"), ",")}
@@ -536,15 +581,24 @@ func TestCloneParentPlacesByClone3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
-		cmd.Stdout, cmd.Stderr = f, f
-		cmd.SysProcAttr = sysProcAttr(spec)
-		cmd.SysProcAttr.Cloneflags &^= unix.CLONE_NEWPID
-		cmd.SysProcAttr.Cloneflags |= unix.CLONE_PARENT
-		if err := startOwned(cmd, spec); err != nil {
+		attr := sysProcAttr(spec)
+		attr.Cloneflags &^= unix.CLONE_NEWPID
+		attr.Cloneflags |= unix.CLONE_PARENT
+		place, err := openCgroupPlace(spec.CgroupDirs)
+		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("jail pid %d\n", cmd.Process.Pid)
+		defer place.close()
+		// The clone's own cgroup namespace (no cgroupNS): a child's
+		// unshare would root it at the sandbox's cgroup either way.
+		pid, err := forkJail(forkOptions{
+			path: "/bin/cat", argv: []string{"cat", "/proc/self/cgroup"}, dir: "/",
+			files: []int{0, int(f.Fd()), int(f.Fd())}, attr: attr, keep: SidecarCaps(false), place: place,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("jail pid %d\n", pid)
 		return
 	}
 	c := realCgroups(t)

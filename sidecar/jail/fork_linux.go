@@ -3,6 +3,7 @@ package jail
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -73,6 +74,12 @@ type jailFork struct {
 	clone3 bool
 	cargs  cloneArgs
 	status childStatus
+	// hostProc: the host's /proc, for the parent's writes of the id maps
+	// (openProc); nil in all but the spawner's helper.
+	hostProc *os.File
+	// cgroupNS: unshare a cgroup namespace after the cgroup's steps
+	// (forkOptions.cgroupNS); flags then lack CLONE_NEWCGROUP.
+	cgroupNS bool
 }
 
 // cloneArgs is the kernel's struct clone_args up to its cgroup field
@@ -118,24 +125,42 @@ type childStatus struct {
 
 // The child's steps a failure names.
 const (
-	stepStart  = iota // anything but the one below
-	stepCgroup        // a move into its cgroup (cgroupPlace.write)
+	stepStart    = iota // anything but the ones below
+	stepCgroup          // a move into its cgroup (cgroupPlace.write)
+	stepCgroupNS        // its unshare of a cgroup namespace (jailFork.cgroupNS)
 )
 
-// forkJail starts path as a jail's init (see above) with attr, which must
-// be sysProcAttr's for a jail that is not a build, and files as its
-// descriptors 0, 1, 2, ...; keep is the bounding set the child leaves
-// (SidecarCaps). place, when not nil, is the cgroup the child starts in
-// (openCgroupPlace); forkJail may add to it (a fallback's descriptor),
-// and the caller closes it. It returns the child's pid. Call it from a
-// locked thread when the thread's ids matter (asOwner): the clone and the
-// id maps are made by the calling thread.
-func forkJail(path string, argv, env []string, dir string, files []int, attr *syscall.SysProcAttr, keep []int, place *cgroupPlace) (int, error) {
-	a, err := newJailFork(path, argv, env, dir, files, attr, keep)
+// forkOptions are forkJail's arguments.
+type forkOptions struct {
+	path      string // the binary, /proc/self/fd/N for files[N] (jailFork.execFD)
+	argv, env []string
+	dir       string
+	files     []int                // the child's descriptors 0, 1, 2, ...
+	attr      *syscall.SysProcAttr // sysProcAttr's, for a jail that is not a build
+	keep      []int                // the bounding set the child leaves (SidecarCaps)
+	place     *cgroupPlace         // the cgroup it starts in, or nil
+	hostProc  *os.File             // the host's /proc for the id maps, or nil (openProc)
+	// cgroupNS: the child makes the cgroup namespace attr asks for
+	// (CLONE_NEWCGROUP) itself, once in all of its cgroups, so that it is
+	// rooted there (Launch.CgroupNS): the clone's is rooted at the
+	// caller's cgroups but for the cgroup2 one clone3 places it in. For
+	// a jail no one moves after its clone (placesItself).
+	cgroupNS bool
+}
+
+// forkJail starts o.path as a jail's init (see above) with o.attr, and
+// o.files as its descriptors 0, 1, 2, .... o.place, when not nil, is the
+// cgroup the child starts in (openCgroupPlace); forkJail may add to it (a
+// fallback's descriptor), and the caller closes it. It returns the
+// child's pid. Call it from a locked thread when the thread's ids matter
+// (asOwner): the clone and the id maps are made by the calling thread.
+func forkJail(o forkOptions) (int, error) {
+	a, err := newJailFork(o)
 	if err != nil {
 		return 0, err
 	}
 	a.zero[0] = '0'
+	path, attr, place := o.path, o.attr, o.place
 	if place != nil {
 		a.place = place.write
 		if place.dir >= 0 {
@@ -193,7 +218,7 @@ func forkJail(path string, argv, env []string, dir string, files []int, attr *sy
 	// their outcome on the map pipe.
 	_ = unix.Close(a.mapPipe[0])
 	var mapErr syscall.Errno
-	if err := writeIDMaps(int(pid), uidMap, setgroups, gidMap); err != nil {
+	if err := writeIDMaps(a.hostProc, int(pid), uidMap, setgroups, gidMap); err != nil {
 		if !errors.As(err, &mapErr) {
 			mapErr = unix.EINVAL
 		}
@@ -229,8 +254,13 @@ func forkJail(path string, argv, env []string, dir string, files []int, attr *sy
 			break
 		}
 	}
-	if n == int(unsafe.Sizeof(child)) && child.step == stepCgroup {
-		return 0, fmt.Errorf("place jail in cgroup: %w", err)
+	if n == int(unsafe.Sizeof(child)) {
+		switch child.step {
+		case stepCgroup:
+			return 0, fmt.Errorf("place jail in cgroup: %w", err)
+		case stepCgroupNS:
+			return 0, fmt.Errorf("enter cgroup namespace: %w", err)
+		}
 	}
 	return 0, &pathError{path, err}
 }
@@ -247,7 +277,8 @@ func (e *pathError) Unwrap() error { return e.err }
 
 // newJailFork prepares the child's arguments, and refuses an attr that
 // asks for more than forkJail does.
-func newJailFork(path string, argv, env []string, dir string, files []int, attr *syscall.SysProcAttr, keep []int) (*jailFork, error) {
+func newJailFork(o forkOptions) (*jailFork, error) {
+	path, argv, env, dir, files, attr := o.path, o.argv, o.env, o.dir, o.files, o.attr
 	if attr == nil || attr.Cloneflags&unix.CLONE_NEWUSER == 0 || len(attr.UidMappings) == 0 || len(attr.GidMappings) == 0 {
 		return nil, errors.New("fork jail: not a jail's user namespace")
 	}
@@ -264,12 +295,17 @@ func newJailFork(path string, argv, env []string, dir string, files []int, attr 
 		return nil, errors.New("fork jail: fewer than three descriptors")
 	}
 	a := &jailFork{
-		flags:  attr.Cloneflags | uintptr(unix.SIGCHLD),
-		setsid: attr.Setsid,
-		fds:    append([]int(nil), files...),
-		capHdr: unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3},
+		flags:    attr.Cloneflags | uintptr(unix.SIGCHLD),
+		setsid:   attr.Setsid,
+		fds:      append([]int(nil), files...),
+		capHdr:   unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3},
+		hostProc: o.hostProc,
 	}
 	a.execFD = -1
+	if o.cgroupNS && attr.Cloneflags&unix.CLONE_NEWCGROUP != 0 {
+		a.flags &^= unix.CLONE_NEWCGROUP
+		a.cgroupNS = true
+	}
 	if fd, ok := procFDPath(path); ok && fd < len(files) {
 		a.execFD = fd
 	}
@@ -300,7 +336,7 @@ func newJailFork(path string, argv, env []string, dir string, files []int, attr 
 		a.nextFD = max(a.nextFD, fd)
 	}
 	a.nextFD++
-	if a.drops, err = boundingDrops(keep); err != nil {
+	if a.drops, err = boundingDrops(o.keep); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -354,21 +390,22 @@ func formatIDMap(m []syscall.SysProcIDMap) []byte {
 }
 
 // writeIDMaps writes the child's uid map, setgroups and gid map, in
-// syscall's order, each with one write as the kernel requires.
-func writeIDMaps(pid int, uidMap []byte, setgroups string, gidMap []byte) error {
+// syscall's order, each with one write as the kernel requires, below
+// hostProc (openProc).
+func writeIDMaps(hostProc *os.File, pid int, uidMap []byte, setgroups string, gidMap []byte) error {
 	proc := strconv.Itoa(pid) + "/"
-	if err := writeProcFile(proc+"uid_map", uidMap); err != nil {
+	if err := writeProcFile(hostProc, proc+"uid_map", uidMap); err != nil {
 		return err
 	}
-	if err := writeProcFile(proc+"setgroups", []byte(setgroups)); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := writeProcFile(hostProc, proc+"setgroups", []byte(setgroups)); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
-	return writeProcFile(proc+"gid_map", gidMap)
+	return writeProcFile(hostProc, proc+"gid_map", gidMap)
 }
 
 // writeProcFile writes b to name below the host's /proc (openProc).
-func writeProcFile(name string, b []byte) error {
-	fd, err := openProc(name, unix.O_RDWR)
+func writeProcFile(hostProc *os.File, name string, b []byte) error {
+	fd, err := openProc(hostProc, name, unix.O_RDWR)
 	if err != nil {
 		return err
 	}
@@ -417,6 +454,17 @@ func forkJailChild(a *jailFork) (pid uintptr, err syscall.Errno) {
 	a.status.step = stepCgroup
 	for i = 0; i < len(a.place); i++ {
 		if _, _, e = syscall.RawSyscall(unix.SYS_WRITE, uintptr(a.place[i]), uintptr(unsafe.Pointer(&a.zero[0])), 1); e != 0 {
+			goto fail
+		}
+	}
+	// Then, there, its cgroup namespace: rooted at its cgroup, whose
+	// ancestors it hides, and inherited by every thread its init's
+	// runtime starts (a clone's CLONE_NEWCGROUP roots it at the caller's
+	// cgroup, and init made another on one thread, then moved the others
+	// with an all-thread setns: issue 27).
+	if a.cgroupNS {
+		a.status.step = stepCgroupNS
+		if _, _, e = syscall.RawSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); e != 0 {
 			goto fail
 		}
 	}

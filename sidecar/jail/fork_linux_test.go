@@ -50,8 +50,10 @@ echo cwd $(pwd)
 ls /proc/self/fd | sort -n | tr '\n' ' '; echo`
 	attr := sysProcAttr(spec)
 	attr.Cloneflags &^= unix.CLONE_NEWPID // /proc/self/stat's pid then is the host's, as the session's
-	pid, err := forkJail("/bin/sh", []string{"sh", "-c", script}, []string{"PATH=/usr/bin:/bin"}, "/",
-		[]int{int(extra.Fd()), int(w.Fd()), 2, int(extra.Fd())}, attr, keep, nil)
+	pid, err := forkJail(forkOptions{
+		path: "/bin/sh", argv: []string{"sh", "-c", script}, env: []string{"PATH=/usr/bin:/bin"}, dir: "/",
+		files: []int{int(extra.Fd()), int(w.Fd()), 2, int(extra.Fd())}, attr: attr, keep: keep,
+	})
 	w.Close()
 	extra.Close()
 	if err != nil {
@@ -93,7 +95,7 @@ cwd /
 	}
 
 	t.Run("missing binary", func(t *testing.T) {
-		_, err := forkJail("/nonexistent", []string{"x"}, nil, "/", []int{0, 1, 2}, sysProcAttr(spec), keep, nil)
+		_, err := forkJail(forkOptions{path: "/nonexistent", argv: []string{"x"}, dir: "/", files: []int{0, 1, 2}, attr: sysProcAttr(spec), keep: keep})
 		if !errors.Is(err, unix.ENOENT) {
 			t.Errorf("forkJail = %v, want ENOENT", err)
 		}
@@ -101,7 +103,7 @@ cwd /
 	t.Run("refused id map", func(t *testing.T) {
 		bad := sysProcAttr(spec)
 		bad.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: base, Size: 0}}
-		_, err := forkJail("/bin/true", []string{"true"}, nil, "/", []int{0, 1, 2}, bad, keep, nil)
+		_, err := forkJail(forkOptions{path: "/bin/true", argv: []string{"true"}, dir: "/", files: []int{0, 1, 2}, attr: bad, keep: keep})
 		if !errors.Is(err, unix.EINVAL) {
 			t.Errorf("forkJail = %v, want EINVAL", err)
 		}
@@ -109,7 +111,7 @@ cwd /
 	t.Run("more than a jail's attr", func(t *testing.T) {
 		more := sysProcAttr(spec)
 		more.Pdeathsig = syscall.SIGKILL
-		if _, err := forkJail("/bin/true", []string{"true"}, nil, "/", []int{0, 1, 2}, more, keep, nil); err == nil {
+		if _, err := forkJail(forkOptions{path: "/bin/true", argv: []string{"true"}, dir: "/", files: []int{0, 1, 2}, attr: more, keep: keep}); err == nil {
 			t.Error("forkJail took a Pdeathsig it does not set")
 		}
 	})

@@ -69,11 +69,12 @@ func Lockdown(spec Spec) error { return lockdown(spec, threadCalls{}) }
 // and one that does not is refused (ErrBoundingSet, ErrNoNewPrivs) rather
 // than given 35 more all-thread calls. It needs the runtime
 // to reach every thread (syscall.AllThreadsSyscall), which a binary linked
-// with cgo cannot: call it once ShareCgroupNamespace has succeeded, which
-// proves they are reachable. It does not ask again (each all-thread call
-// stops the world and signals every thread: issue 27); in a cgo binary its
-// first all-thread call fails with ErrThreadsUnreachable, after the
-// rlimits and the dumpable flag, which belong to the process, were set.
+// with cgo cannot: in a cgo binary its first all-thread call fails with
+// ErrThreadsUnreachable, after the rlimits and the dumpable flag, which
+// belong to the process (and Lockdown sets alike), were set. That call is
+// the probe of a jail born in its cgroup namespace (Launch.CgroupNS); the
+// others' is ShareCgroupNamespace, which comes first (each all-thread
+// call stops the world and signals every thread: issue 27).
 func LockdownProcess(spec Spec) error {
 	return lockdown(spec, allThreads{syscall.AllThreadsSyscall})
 }
@@ -84,7 +85,8 @@ var ErrThreadsUnreachable = errors.New("lock down every thread: the binary is li
 
 // ShareCgroupNamespace moves every thread of the process into the calling
 // thread's cgroup namespace. Setup enters a fresh one on the calling thread
-// only (namespaces belong to threads); a process that serves from all of
+// only (namespaces belong to threads) unless the jail was born in its own
+// (Launch.CgroupNS); a process that serves from all of
 // its threads must have them all there, or commands forked from another
 // thread would see the host's cgroup paths. It is the process's first
 // all-thread call, and so its probe: in a binary linked with cgo it

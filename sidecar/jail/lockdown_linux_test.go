@@ -2,15 +2,18 @@ package jail
 
 import (
 	"errors"
+	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// TestShareCgroupNamespaceProbes: ShareCgroupNamespace is the jail init's
-// only probe for reachable threads (issue 27: each all-thread call stops
-// the world), so the runtime's refusal in a cgo binary must come back as
+// TestShareCgroupNamespaceProbes: ShareCgroupNamespace is the probe for
+// reachable threads of a jail's init not born in its cgroup namespace
+// (Launch.CgroupNS; issue 27: each all-thread call stops the world), so
+// the runtime's refusal in a cgo binary must come back as
 // ErrThreadsUnreachable, which runInit falls back on, and a reachable
 // process makes exactly one all-thread call, the setns.
 func TestShareCgroupNamespaceProbes(t *testing.T) {
@@ -54,4 +57,31 @@ func TestAllThreadsCallsRefused(t *testing.T) {
 	if err := on.capset(&hdr, &data[0]); !errors.Is(err, ErrThreadsUnreachable) {
 		t.Errorf("capset = %v, want ErrThreadsUnreachable", err)
 	}
+}
+
+// BenchmarkShareCgroupNamespace is the all-thread setns a jail's init no
+// longer makes when its clone made its cgroup namespace (Launch.CgroupNS;
+// issue 27), into this process's own namespace: it stops the world and
+// signals each thread. It reports the process's CPU time per call and its
+// threads. Build it without cgo (CGO_ENABLED=0), whose runtime refuses
+// all-thread calls.
+func BenchmarkShareCgroupNamespace(b *testing.B) {
+	if err := ShareCgroupNamespace(); err != nil {
+		b.Fatalf("share cgroup namespace: %v (build without cgo: CGO_ENABLED=0)", err)
+	}
+	var r0, r1 unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &r0)
+	for b.Loop() {
+		if err := ShareCgroupNamespace(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &r1)
+	cpu := time.Duration(r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano())
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(tasks)), "threads")
 }

@@ -80,7 +80,11 @@ func startForked(cmd *exec.Cmd, spec Spec, place *cgroupPlace) error {
 	if err != nil {
 		return err
 	}
-	pid, err := forkJail(cmd.Path, cmd.Args, cmd.Env, cmd.Dir, fds, cmd.SysProcAttr, SidecarCaps(spec.Nested()), place)
+	pid, err := forkJail(forkOptions{
+		path: cmd.Path, argv: cmd.Args, env: cmd.Env, dir: cmd.Dir, files: fds,
+		attr: cmd.SysProcAttr, keep: SidecarCaps(spec.Nested()), place: place,
+		cgroupNS: placesItself(spec), // Launch.CgroupNS
+	})
 	runtime.KeepAlive(cmd)
 	if err != nil {
 		return err

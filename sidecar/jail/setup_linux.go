@@ -46,10 +46,14 @@ func Setup(l Launch) error {
 	// and its commands' files private.
 	unix.Umask(0o022)
 	// Init is in the sandbox's cgroups by now (its clone placed it, or
-	// Start moved it); a fresh cgroup namespace rooted there hides the
-	// host's cgroup paths (the clone's own is rooted at the caller's).
-	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-		return fmt.Errorf("enter cgroup namespace: %w", err)
+	// Start moved it); a cgroup namespace rooted there hides the host's
+	// cgroup paths. Its clone entered one once placed (l.CgroupNS); else
+	// a fresh one, on this thread only (ShareCgroupNamespace moves the
+	// others), as the clone's own is rooted at the caller's cgroup.
+	if !l.CgroupNS {
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			return fmt.Errorf("enter cgroup namespace: %w", err)
+		}
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)

@@ -42,7 +42,7 @@ import (
 // The helper itself stays in its own (trimmed) namespace, with the host's
 // /proc and cgroup directories, for what it does by path: it opens the
 // cgroups of each request, and writes each jail's id maps through the
-// host's /proc (hostProcFD, as the clone's thread no longer sees it).
+// host's /proc (openProc, as the clone's thread no longer sees it).
 //
 // Whoever enters a jail's mount namespace with setns (nsenter -m) lands
 // at the namespace's root, the skeleton, not in the jail's root: nsenter
@@ -52,17 +52,15 @@ import (
 // Setup its namespace is the skeleton (inSkeletonRoot).
 const skeletonMarker = "/.boxkite-skeleton"
 
-// hostProcFD is, in the spawner's helper, a descriptor of the host's
-// /proc opened before any thread entered the skeleton; -1 elsewhere.
-// openProc reads through it.
-var hostProcFD = -1
-
-// openProc opens name below the host's /proc: through hostProcFD in the
-// spawner's helper, whose clone threads see the skeleton's empty proc, by
-// path elsewhere.
-func openProc(name string, flags int) (int, error) {
-	if hostProcFD >= 0 {
-		return unix.Openat(hostProcFD, name, flags|unix.O_CLOEXEC, 0)
+// openProc opens name below the host's /proc: through hostProc when it is
+// not nil (the spawner's helper, whose clone threads see the skeleton's
+// empty proc: ServeSpawner opens it before any thread enters the
+// skeleton), by path otherwise.
+func openProc(hostProc *os.File, name string, flags int) (int, error) {
+	if hostProc != nil {
+		fd, err := unix.Openat(int(hostProc.Fd()), name, flags|unix.O_CLOEXEC, 0)
+		runtime.KeepAlive(hostProc)
+		return fd, err
 	}
 	return unix.Open("/proc/"+name, flags|unix.O_CLOEXEC, 0)
 }
@@ -308,10 +306,12 @@ func moveRoot(root string) error {
 }
 
 // procFDPath is the descriptor a /proc/self/fd/N path names, ok false for
-// any other path.
+// any other path, and for an N the kernel does not resolve: one with a
+// leading zero (name_to_int), which execve would fail with ENOENT where an
+// execveat of descriptor N would run it (FuzzProcFDPath).
 func procFDPath(path string) (fd int, ok bool) {
 	s, ok := strings.CutPrefix(path, "/proc/self/fd/")
-	if !ok || s == "" || len(s) > 4 {
+	if !ok || s == "" || len(s) > 4 || len(s) > 1 && s[0] == '0' {
 		return 0, false
 	}
 	for _, c := range s {

@@ -348,16 +348,19 @@ func ServeSpawner(self string) error {
 		// attached until unmounted everywhere): no jail from here.
 		return fmt.Errorf("serve spawner: %w", err)
 	}
-	proc, err := unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	// The host's /proc, for the jails' id maps: the clones' threads see
+	// only the skeleton's (openProc).
+	hostProc, err := os.OpenFile("/proc", unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return fmt.Errorf("serve spawner: %w", err)
 	}
-	hostProcFD = proc
+	defer hostProc.Close()
 	// Jails are cloned from the skeleton (skeleton_linux.go).
 	skeleton, err := makeSkeleton()
 	if err != nil {
 		return fmt.Errorf("serve spawner: %w", err)
 	}
+	h := helperNS{skeleton: skeleton, hostProc: hostProc}
 	// Descriptors the server inherited without close-on-exec (from
 	// whatever started it) reach this process past fd 3; marked so, they
 	// never reach a jail's init, which gets exactly what a request sends.
@@ -396,7 +399,7 @@ func ServeSpawner(self string) error {
 			continue
 		}
 		req := append([]byte(nil), buf[:n]...)
-		wg.Go(func() { serveSpawn(skeleton, req, fds) })
+		wg.Go(func() { serveSpawn(h, req, fds) })
 	}
 }
 
@@ -417,9 +420,15 @@ func parseRights(oob []byte) ([]int, error) {
 	return fds, nil
 }
 
+// helperNS is what the helper's clones need of its namespaces.
+type helperNS struct {
+	skeleton int      // the skeleton's mount namespace (makeSkeleton)
+	hostProc *os.File // the host's /proc, opened before the skeleton (openProc)
+}
+
 // serveSpawn clones one jail from the skeleton namespace; fds are the
 // reply pipe, then the child's.
-func serveSpawn(skeleton int, raw []byte, fds []int) {
+func serveSpawn(h helperNS, raw []byte, fds []int) {
 	defer closeFDs(fds)
 	var req spawnRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
@@ -435,14 +444,14 @@ func serveSpawn(skeleton int, raw []byte, fds []int) {
 		}
 		netns, child = child[len(child)-1], child[:len(child)-1]
 	}
-	pid, err := spawnJail(skeleton, req, child, netns)
+	pid, err := spawnJail(h, req, child, netns)
 	answer(fds[0], pid, err)
 }
 
 // spawnJail clones one jail from fds (its 0, 1, 2 and extras), in the
 // network namespace netns when it is not -1, from a thread in the
 // skeleton namespace.
-func spawnJail(skeleton int, req spawnRequest, fds []int, netns int) (int, error) {
+func spawnJail(h helperNS, req spawnRequest, fds []int, netns int) (int, error) {
 	spec := req.Spec
 	if spec.Build != nil || spec.Nested() {
 		return 0, errors.New("spawn jail: builds and nested jails start from the driver")
@@ -473,14 +482,18 @@ func spawnJail(skeleton int, req spawnRequest, fds []int, netns int) (int, error
 	var pid int
 	owned := func() error {
 		return asOwner(spec, func() (err error) {
-			pid, err = forkJail(req.Path, req.Args, req.Env, req.Dir, fds, attr, SidecarCaps(false), place)
+			pid, err = forkJail(forkOptions{
+				path: req.Path, argv: req.Args, env: req.Env, dir: req.Dir, files: fds,
+				attr: attr, keep: SidecarCaps(false), place: place, hostProc: h.hostProc,
+				cgroupNS: true, // never a build's or a nested jail's (above)
+			})
 			return err
 		}, func() { _ = unix.Kill(pid, unix.SIGKILL) })
 	}
 	if netns >= 0 {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
 	}
-	err := inSkeleton(skeleton, netns, owned)
+	err := inSkeleton(h.skeleton, netns, owned)
 	return pid, err
 }
 

@@ -164,4 +164,10 @@ type Launch struct {
 	// can reach; 0 means none (the sidecar then listens where --listen
 	// says).
 	ListenFD int `json:"listen_fd,omitempty"`
+	// CgroupNS: init was born in its cgroup namespace, rooted at its
+	// cgroup (its clone entered one once placed: forkJail), and so is
+	// every thread its runtime starts. Setup then enters none, and no
+	// thread needs moving (ShareCgroupNamespace). Start sets it for a
+	// jail no one moves after its clone (placesItself).
+	CgroupNS bool `json:"cgroup_ns,omitempty"`
 }

@@ -94,7 +94,7 @@ func start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started fu
 	}
 	closers = append(closers, bin)
 
-	launch := Launch{Spec: spec, Token: token}
+	launch := Launch{Spec: spec, Token: token, CgroupNS: placesItself(spec)}
 	mounts, err := detachHostDirs(spec)
 	for _, m := range mounts {
 		closers = append(closers, m.file)

@@ -105,13 +105,49 @@ def _view_text(sb: Any, path: str, start: int, end: Optional[int]) -> str:
     return "\n".join(body)
 
 
+def _check_args(name: str, args: Any) -> str:
+    """The text telling the agent what is wrong with args for tool name, or
+    "" when they fit its schema, in the words of boxkite's Go tools (and so
+    of the MCP servers): an object, no unknown parameter, every required one
+    present and not null. (A model that writes file_create's content as
+    file_text, as Anthropic's own editor tool names it, is told so instead
+    of getting an empty file.)"""
+    if not isinstance(args, dict):
+        return f"Error: the arguments of {name} must be a JSON object"
+    schema = next((d["parameters"] for d in TOOL_DEFINITIONS if d["name"] == name), None)
+    if schema is None:
+        return ""
+    props = schema.get("properties", {})
+    names = sorted(props)
+    unknown = sorted(k for k in args if k not in props)
+    if unknown and not schema.get("additionalProperties"):
+        if not names:
+            return f"Error: {name} takes no parameters; got {_quote_list(unknown)}"
+        return f"Error: {name} has no parameter {_quote_list(unknown)}; its parameters are {', '.join(names)}"
+    missing = [r for r in schema.get("required", []) if args.get(r) is None]
+    if missing:
+        return f"Error: {name} needs the parameter {_quote_list(missing)}"
+    return ""
+
+
+def _quote_list(names: List[str]) -> str:
+    return ", ".join(json.dumps(n, ensure_ascii=False) for n in names)
+
+
 def run_tool(sandbox: Any, name: str, arguments: Union[str, Dict[str, Any], None]) -> str:
     """Run tool call name with arguments (a dict or its JSON text) in
-    sandbox; return the text for the model."""
+    sandbox; return the text for the model. Arguments that do not fit the
+    tool's schema (an unknown or a missing parameter) are refused with the text boxkite's MCP servers give, before
+    anything reaches the sandbox."""
     try:
-        args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
+        args = json.loads(arguments) if isinstance(arguments, str) else (arguments if arguments is not None else {})
     except ValueError as e:
         return f"Error: the arguments of {name} are not JSON: {e}"
+    if args is None:
+        args = {}
+    msg = _check_args(name, args)
+    if msg:
+        return msg
     try:
         if name == "bash_tool":
             command = str(args.get("command") or "")

@@ -147,6 +147,40 @@ class RunToolTest(unittest.TestCase):
         whole = {"exit_code": 0, "stdout": "ok\n", "stderr": "", "truncated": False}
         self.assertEqual(boxkite.run_tool(Fake(whole), "bash_tool", {"command": "x"}), "ok")
 
+    def test_run_tool_checks_parameters(self):
+        # As boxkite's Go tools and MCP servers: an unknown or missing
+        # parameter is refused before anything reaches the sandbox, so
+        # file_create's content written as file_text (Anthropic's own name
+        # for it) is not an empty file.
+        ran = []
+
+        class Files:
+            def write(self, path, content):
+                ran.append((path, content))
+                return {"path": "/workspace/" + path, "size": len(content)}
+
+        class Fake:
+            files = Files()
+
+            def exec(self, command, timeout=None):
+                ran.append(command)
+                return {"exit_code": 0, "stdout": "ok\n", "stderr": "", "truncated": False}
+
+        for tool, args, want in [
+            ("file_create", {"path": "a.txt", "file_text": "x"}, 'Error: file_create has no parameter "file_text"; its parameters are content, path'),
+            ("file_create", '{"path": "a.txt"}', 'Error: file_create needs the parameter "content"'),
+            ("file_create", {}, 'Error: file_create needs the parameter "path", "content"'),
+            ("bash_tool", {"cmd": "ls", "command": "ls"}, 'Error: bash_tool has no parameter "cmd"; its parameters are command, timeout'),
+            ("bash_tool", {"command": None}, 'Error: bash_tool needs the parameter "command"'),
+            ("bash_tool", None, 'Error: bash_tool needs the parameter "command"'),
+            ("bash_tool", '["ls"]', "Error: the arguments of bash_tool must be a JSON object"),
+        ]:
+            with self.subTest(tool=tool, args=args):
+                self.assertEqual(boxkite.run_tool(Fake(), tool, args), want)
+        self.assertEqual(ran, [])
+        self.assertEqual(boxkite.run_tool(Fake(), "file_create", {"path": "e.txt", "content": ""}), "Created file: /workspace/e.txt (0 bytes)")
+        self.assertEqual(ran, [("e.txt", "")])
+
     def test_run_tool_refuses_timeout_out_of_range(self):
         ran = []
 

@@ -613,7 +613,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Import an OCI image layout tar or a docker save archive (the body, streamed); label names it */
+        /** Import an OCI image layout tar or a docker save archive (the body, streamed, at most 8 GiB: 413 past it); label names it. A failed import says why in failure_code and failure_hint, as a failed build does */
         post: operations["post_images_import"];
         delete?: never;
         options?: never;
@@ -2310,10 +2310,10 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             /**
-             * @description why a build failed: a step failed, or the build's jail refused a connection or a write
+             * @description why a build failed (a step failed, or the build's jail refused a connection or a write) or an import did (not an image archive, too big, the host's disk full, the server's fault)
              * @enum {string}
              */
-            failure_code?: "image_build_failed" | "image_build_egress_refused" | "image_build_write_refused";
+            failure_code?: "image_build_failed" | "image_build_egress_refused" | "image_build_write_refused" | "image_import_bad_archive" | "image_import_too_big" | "image_import_disk_full" | "image_import_failed";
             failure_hint?: string;
             failure_reason?: string;
             id: string;
@@ -5521,7 +5521,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Import an OCI image layout tar or a docker save archive (the body, streamed); label names it */
+            /** @description Import an OCI image layout tar or a docker save archive (the body, streamed, at most 8 GiB: 413 past it); label names it. A failed import says why in failure_code and failure_hint, as a failed build does */
             202: {
                 headers: {
                     [name: string]: unknown;

@@ -97,7 +97,41 @@ async function viewText(sb: Sandbox, path: string, startArg: unknown, endArg: un
   return body.join("\n");
 }
 
-/** Runs tool call name with args (an object or its JSON text) in sb; returns the text for the model. */
+/**
+ * The text telling the agent what is wrong with args for tool name, or ""
+ * when they fit its schema, in the words of boxkite's Go tools (and so of
+ * the MCP servers): an object, no unknown parameter, every required one
+ * present and not null. (A model that writes file_create's content as
+ * file_text, as Anthropic's own editor tool names it, is told so instead
+ * of getting an empty file.)
+ */
+function checkArgs(name: string, args: unknown): string {
+  if (typeof args !== "object" || args === null || Array.isArray(args)) return `Error: the arguments of ${name} must be a JSON object`;
+  const def = TOOL_DEFINITIONS.find((d) => d.name === name);
+  if (!def) return "";
+  const schema = def.parameters as { properties?: Record<string, unknown>; required?: readonly string[]; additionalProperties?: boolean };
+  const props = schema.properties ?? {};
+  const names = Object.keys(props).sort();
+  const a = args as Record<string, unknown>;
+  const quote = (ns: readonly string[]) => ns.map((n) => JSON.stringify(n)).join(", ");
+  const unknown = Object.keys(a)
+    .filter((k) => !Object.hasOwn(props, k))
+    .sort();
+  if (unknown.length && !schema.additionalProperties) {
+    if (!names.length) return `Error: ${name} takes no parameters; got ${quote(unknown)}`;
+    return `Error: ${name} has no parameter ${quote(unknown)}; its parameters are ${names.join(", ")}`;
+  }
+  const missing = (schema.required ?? []).filter((r) => a[r] === undefined || a[r] === null);
+  if (missing.length) return `Error: ${name} needs the parameter ${quote(missing)}`;
+  return "";
+}
+
+/**
+ * Runs tool call name with args (an object or its JSON text) in sb; returns
+ * the text for the model. Arguments that do not fit the tool's schema (an
+ * unknown or a missing parameter) are refused with the text boxkite's MCP
+ * servers give, before anything reaches the sandbox.
+ */
 export async function runTool(sb: Sandbox, name: string, args: unknown): Promise<string> {
   let a: Record<string, unknown>;
   try {
@@ -105,6 +139,9 @@ export async function runTool(sb: Sandbox, name: string, args: unknown): Promise
   } catch (e) {
     return `Error: the arguments of ${name} are not JSON: ${(e as Error).message}`;
   }
+  const refused = checkArgs(name, a ?? {});
+  if (refused) return refused;
+  a = a ?? {};
   const str = (k: string) => (typeof a[k] === "string" ? (a[k] as string) : "");
   try {
     switch (name) {

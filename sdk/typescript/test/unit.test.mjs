@@ -123,3 +123,26 @@ test("runTool: bash_tool refuses a timeout out of range, as the API does", async
   assert.equal(await runTool(fake, "bash_tool", { command: "x" }), "ok");
   assert.equal(ran, 120);
 });
+
+test("runTool: an unknown or missing parameter is refused before the sandbox, as boxkite's MCP servers do", async () => {
+  const ran = [];
+  const fake = {
+    exec: async (cmd) => { ran.push(cmd); return { exit_code: 0, stdout: "ok\n", stderr: "", truncated: false }; },
+    files: { write: async (path, content) => { ran.push([path, content]); return { path: "/workspace/" + path, size: content.length }; } },
+  };
+  for (const [tool, args, want] of [
+    // Anthropic's own editor tool calls the content file_text: not an empty file.
+    ["file_create", { path: "a.txt", file_text: "x" }, 'Error: file_create has no parameter "file_text"; its parameters are content, path'],
+    ["file_create", '{"path": "a.txt"}', 'Error: file_create needs the parameter "content"'],
+    ["file_create", {}, 'Error: file_create needs the parameter "path", "content"'],
+    ["bash_tool", { cmd: "ls", command: "ls" }, 'Error: bash_tool has no parameter "cmd"; its parameters are command, timeout'],
+    ["bash_tool", { command: null }, 'Error: bash_tool needs the parameter "command"'],
+    ["bash_tool", undefined, 'Error: bash_tool needs the parameter "command"'],
+    ["bash_tool", '["ls"]', "Error: the arguments of bash_tool must be a JSON object"],
+  ]) {
+    assert.equal(await runTool(fake, tool, args), want, `${tool} ${JSON.stringify(args)}`);
+  }
+  assert.deepEqual(ran, []);
+  assert.equal(await runTool(fake, "file_create", { path: "e.txt", content: "" }), "Created file: /workspace/e.txt (0 bytes)");
+  assert.deepEqual(ran, [["e.txt", ""]]);
+});

@@ -16,6 +16,10 @@ type Grant struct {
 	// ends what the grant holds as its revocation would; nil: never, or
 	// an SSH key.
 	KeyExpiresAt *time.Time
+	// KeyDemotions is the API key's count of demotions
+	// (model.APIKey.Demotions) when the grant was made: the grant ends
+	// when the count grows, as at a revocation.
+	KeyDemotions int64
 	Via          string // ViaAPIKey or ViaSSHKey
 	ReadOnly     bool
 	Token        bool // presented as a takeover token

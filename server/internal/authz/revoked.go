@@ -18,6 +18,12 @@ var ErrCredentialRevoked = errors.New("the request's credential was revoked")
 // handles one; only what the client is told differs (StreamEnded).
 var ErrCredentialExpired = fmt.Errorf("the request's API key expired: %w", ErrCredentialRevoked)
 
+// ErrCredentialDemoted is the cause when the holder of the request's
+// admin key of an organization was demoted to member: what the key held
+// ends as at a revocation (errors.Is ErrCredentialRevoked), though the
+// key stays valid, as a member's.
+var ErrCredentialDemoted = fmt.Errorf("the request's API key was demoted to a member's: %w", ErrCredentialRevoked)
+
 // SurvivingContext is parent's values with a cancellation of its own: it
 // ends when parent does, unless parent ended because its credential was
 // revoked.
@@ -48,11 +54,22 @@ var ErrStreamExpired = &api.Error{
 	Hint:    "a command it started runs on and is in the audit log; make a new key with `boxkite keys create`, or sign in again with `boxkite login`",
 }
 
+// ErrStreamDemoted ends a stream whose admin key's holder was demoted.
+var ErrStreamDemoted = &api.Error{
+	Status: http.StatusForbidden, Code: api.CodeForbidden,
+	Message: "the holder of this stream's admin key was demoted to member in the organization; the stream ends here",
+	Hint:    "a command it started runs on and is in the audit log; open it again, as a member's key may, or ask an owner for the admin role",
+}
+
 // StreamEnded is what a stream whose request ctx ended with a revocation
-// is told: that its key expired, or that its credential was revoked.
+// is told: that its key expired or was demoted, or that its credential was
+// revoked.
 func StreamEnded(ctx context.Context) *api.Error {
-	if errors.Is(context.Cause(ctx), ErrCredentialExpired) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrCredentialExpired):
 		return ErrStreamExpired
+	case errors.Is(cause, ErrCredentialDemoted):
+		return ErrStreamDemoted
 	}
 	return ErrStreamRevoked
 }
@@ -60,8 +77,11 @@ func StreamEnded(ctx context.Context) *api.Error {
 // SessionEndReason is the close reason of a terminal session (a
 // WebSocket) whose request ctx ended with a revocation.
 func SessionEndReason(ctx context.Context) string {
-	if errors.Is(context.Cause(ctx), ErrCredentialExpired) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrCredentialExpired):
 		return "the API key of this session expired"
+	case errors.Is(cause, ErrCredentialDemoted):
+		return "the holder of this session's admin key was demoted to member"
 	}
 	return "the credential of this session was revoked"
 }

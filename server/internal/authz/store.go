@@ -359,6 +359,18 @@ func (s *Store) RevokedCredentials(ctx context.Context, ids []string, now time.T
 	return s.inner.RevokedCredentials(ctx, ids, now)
 }
 
+// APIKeyRole: open (the role a takeover token's minting key acts with
+// now, read at the token's use, before there is a caller).
+func (s *Store) APIKeyRole(ctx context.Context, id string, now time.Time) (string, int64, error) {
+	return s.inner.APIKeyRole(ctx, id, now)
+}
+
+// KeyDemotions: open (the server's check of the credentials in flight,
+// which holds no account's data but counts).
+func (s *Store) KeyDemotions(ctx context.Context, ids []string) (map[string]int64, error) {
+	return s.inner.KeyDemotions(ctx, ids)
+}
+
 // SSHKeyByFingerprint: system (every account's records: the server's own work only).
 func (s *Store) SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*model.SSHKey, error) {
 	if err := s.system(ctx); err != nil {

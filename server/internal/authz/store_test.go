@@ -49,7 +49,7 @@ var rules = map[string]string{
 
 	"APIKeyByHash": "open", "TouchAPIKey": "open", "PasswordHash": "open", "CreateAccountWithPassword": "open",
 	"EnsureSetting": "open", "Ping": "open", "Close": "open", "SpendToken": "open",
-	"RevokedCredentials": "open", "CountActiveSandboxes": "open",
+	"RevokedCredentials": "open", "APIKeyRole": "open", "KeyDemotions": "open", "CountActiveSandboxes": "open",
 	"BeatInstance": "open", "EndInstance": "open", "LiveInstances": "open", "ForgetInstances": "open",
 }
 

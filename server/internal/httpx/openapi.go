@@ -79,7 +79,7 @@ func OpenAPI(docs []RouteDoc) map[string]any {
 		paths[path][strings.ToLower(method)] = op
 	}
 	g.enum("Error", "code", errorCodes(), "stable: branch on it, never on message (docs/errors.md)")
-	g.enum("Image", "failure_code", imageFailureCodes(), "why a build failed: a step failed, or the build's jail refused a connection or a write")
+	g.enum("Image", "failure_code", imageFailureCodes(), "why a build failed (a step failed, or the build's jail refused a connection or a write) or an import did (not an image archive, too big, the host's disk full, the server's fault)")
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
@@ -180,7 +180,10 @@ func errorCodes() []string {
 
 // imageFailureCodes are Image.failure_code's values, never an HTTP answer's.
 func imageFailureCodes() []string {
-	return []string{api.CodeImageBuildFailed, api.CodeImageBuildEgressRefused, api.CodeImageBuildWriteRefused}
+	return []string{
+		api.CodeImageBuildFailed, api.CodeImageBuildEgressRefused, api.CodeImageBuildWriteRefused,
+		api.CodeImageImportBadArchive, api.CodeImageImportTooBig, api.CodeImageImportDiskFull, api.CodeImageImportFailed,
+	}
 }
 
 // enum makes a string property of a component schema an enum of values.

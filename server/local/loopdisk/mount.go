@@ -329,11 +329,10 @@ func MountClonePool(img, mnt string) error {
 // formatClonePool makes the pool's sparse image, the size of the host
 // filesystem under stateDir, and formats it as XFS with reflinks.
 func formatClonePool(stateDir, img string) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(stateDir, &st); err != nil {
+	size, err := ClonePoolTarget(stateDir)
+	if err != nil {
 		return fmt.Errorf("create clone pool: %w", err)
 	}
-	size := max(int64(st.Blocks)*st.Bsize, 1<<30)
 	tmp := img + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err == nil {
