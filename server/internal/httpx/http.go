@@ -73,6 +73,10 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) erro
 	return apihttp.DecodeText(w, r, v, limit)
 }
 
+// CheckText refuses a NUL character in the text of a body v decoded by
+// other means than DecodeJSON (apihttp.CheckText): 422 naming the field.
+func CheckText(v any) error { return apihttp.CheckText(v) }
+
 // FieldError is one entry of a validation error's details.
 type FieldError = api.FieldError
 
