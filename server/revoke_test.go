@@ -16,6 +16,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/internal/authz"
 )
 
 // streamEnd bounds how long a test waits for a stream to end after its
@@ -68,6 +69,14 @@ func openStream(t *testing.T, e *env, method, path, key, body string, header ...
 // readAllWithin reads body to its end, failing if that takes past streamEnd.
 func readAllWithin(t *testing.T, body io.Reader) string {
 	t.Helper()
+	out, _ := readAllWithinErr(t, body)
+	return out
+}
+
+// readAllWithinErr is readAllWithin with the error that ended the read:
+// nil when the body ended cleanly, not cut off.
+func readAllWithinErr(t *testing.T, body io.Reader) (string, error) {
+	t.Helper()
 	type result struct {
 		b   []byte
 		err error
@@ -79,10 +88,10 @@ func readAllWithin(t *testing.T, body io.Reader) string {
 	}()
 	select {
 	case r := <-done:
-		return string(r.b)
+		return string(r.b), r.err
 	case <-time.After(streamEnd):
 		t.Fatal("the stream did not end after its key was revoked")
-		return ""
+		return "", nil
 	}
 }
 
@@ -137,7 +146,11 @@ func TestRevocationEndsStreams(t *testing.T) {
 	}
 
 	waitEnded(t, watch.events)
-	readAllWithin(t, procStream.Body)
+	// The process stream is told why it ends, as a streamed exec is: an
+	// error event the SDKs' stream readers return, not a cut-off body.
+	if out, err := readAllWithinErr(t, procStream.Body); err != nil || !strings.HasSuffix(out, "event: error\ndata: {\"type\":\"error\",\"error\":{\"code\":\""+api.CodeInvalidAPIKey+"\",\"message\":\""+authz.ErrStreamRevoked.Message+"\",\"hint\":\""+authz.ErrStreamRevoked.Hint+"\"}}\n\n") {
+		t.Errorf("process stream after revocation: %q, %v; want its events, then an invalid_api_key error event, then a clean end", out, err)
+	}
 	out := readAllWithin(t, execStream.Body)
 	if !strings.Contains(out, `"type":"error"`) || !strings.Contains(out, api.CodeInvalidAPIKey) || strings.Contains(out, "finished") {
 		t.Errorf("exec stream after revocation: %q; want an error event and nothing more", out)

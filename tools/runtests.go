@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -168,7 +169,9 @@ var (
 	pytestCountRE   = regexp.MustCompile(`(\d+) (passed|failed|errors?)`)
 	pytestHeadRE    = regexp.MustCompile(`^_{3,} (.+?) _{3,}$`)
 	pytestWhereRE   = regexp.MustCompile(`^(\S+\.py):(\d+): (.*)$`)
-	pytestFailedRE  = regexp.MustCompile(`^(FAILED|ERROR) (\S+?)(?: - (.*))?$`)
+	// A test id is a path and names without spaces, then the parameters
+	// of a parametrized test in brackets, which may hold spaces and "::".
+	pytestFailedRE = regexp.MustCompile(`^(FAILED|ERROR) (\S+?(?:\[.*?\])?)(?: - (.*))?$`)
 )
 
 func parsePytest(out string) TestReport {
@@ -214,16 +217,21 @@ func parsePytest(out string) TestReport {
 		}
 		if f := pytestFailedRE.FindStringSubmatch(line); f != nil {
 			id := f[2]
-			file, name, _ := strings.Cut(id, "::")
+			// The parameters (in brackets) may hold "::" themselves.
+			base, params := id, ""
+			if i := strings.IndexByte(id, '['); i >= 0 {
+				base, params = id[:i], id[i:]
+			}
+			file, name, _ := strings.Cut(base, "::")
 			short := name
 			if i := strings.LastIndex(name, "::"); i >= 0 {
 				short = name[i+2:]
 			}
 			// The section's head names a test in a class Class.test.
-			key := short
+			key := short + params
 			tf, ok := where[key]
 			if !ok {
-				key = strings.ReplaceAll(name, "::", ".")
+				key = strings.ReplaceAll(name, "::", ".") + params
 				tf, ok = where[key]
 			}
 			if !ok {
@@ -260,6 +268,7 @@ type goEvent struct {
 var (
 	goWhereRE = regexp.MustCompile(`^\s+(\S+\.go):(\d+): (.*)$`)
 	goBuildRE = regexp.MustCompile(`^(\S+\.go):(\d+):(?:\d+:)? (.*)$`)
+	goFrameRE = regexp.MustCompile(`^\t(\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$`)
 )
 
 func parseGoTest(out string) TestReport {
@@ -315,10 +324,31 @@ func parseGoTest(out string) TestReport {
 					break
 				}
 			}
+			if tf.File == "" {
+				goPanic(&tf, e.Package, outputs[key])
+			}
 			rep.Failures = append(rep.Failures, tf)
 		}
 	}
 	return rep
+}
+
+// goPanic fills tf from a test that panicked: the message is the
+// panic's, the file and line those of the deepest frame in the test's
+// package (the function line names the package, the next its file).
+func goPanic(tf *TestFailure, pkg string, lines []string) {
+	for i, l := range lines {
+		if tf.Message == "" && strings.HasPrefix(l, "panic: ") {
+			tf.Message, _, _ = strings.Cut(l, " [recovered")
+		}
+		if tf.Message != "" && strings.HasPrefix(l, pkg+".") && i+1 < len(lines) {
+			if f := goFrameRE.FindStringSubmatch(lines[i+1]); f != nil {
+				tf.File = f[1]
+				tf.Line, _ = strconv.Atoi(f[2])
+				return
+			}
+		}
+	}
 }
 
 func hasTestFailure(fs []TestFailure, pkg string) bool {
@@ -339,17 +369,24 @@ func firstLines(lines []string, n int) string {
 
 var (
 	tapResultRE   = regexp.MustCompile(`^(\s*)(not ok|ok) \d+ - (.*?)(?: # (SKIP|TODO).*)?$`)
+	tapSubtestRE  = regexp.MustCompile(`^(\s*)# Subtest: (.*)$`)
 	tapCountRE    = regexp.MustCompile(`^# (pass|fail|duration_ms) ([0-9.]+)$`)
 	tapLocationRE = regexp.MustCompile(`([^\s'()]+):(\d+):\d+`)
+	// tapUnescape undoes TAP's escapes in a test's name.
+	tapUnescape = strings.NewReplacer(`\#`, "#", `\\`, `\`)
 )
 
 // parseTAP parses node's test runner in its TAP form (its reporter when
-// the output is not a terminal, as under exec). Only top-level results
-// count; a failure's file and line come from the first stack frame in a
-// file of the test, else its location.
+// the output is not a terminal, as under exec). A failure is a test that
+// failed itself, at any depth: a describe block (or a test) that failed
+// only because subtests did (failureType subtestsFailed) is not one, its
+// failing subtests are, named with their parents' names ("outer > inner").
+// A failure's file and line come from the first stack frame in a file of
+// the test, else its location.
 func parseTAP(out string) TestReport {
 	rep := TestReport{}
 	lines := strings.Split(out, "\n")
+	var parents []string // the names of the subtests open at each depth
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		if c := tapCountRE.FindStringSubmatch(line); c != nil {
@@ -365,51 +402,75 @@ func parseTAP(out string) TestReport {
 			}
 			continue
 		}
-		m := tapResultRE.FindStringSubmatch(line)
-		if m == nil || m[1] != "" || m[2] != "not ok" {
+		if st := tapSubtestRE.FindStringSubmatch(line); st != nil {
+			depth := len(st[1]) / 4
+			parents = append(parents[:min(depth, len(parents))], tapUnescape.Replace(st[2]))
 			continue
 		}
-		tf := TestFailure{Name: m[3]}
-		var location string
-		inStack := false
-		for j := i + 1; j < len(lines) && strings.HasPrefix(lines[j], "  "); j++ {
-			l := strings.TrimSpace(lines[j])
-			switch {
-			case strings.HasPrefix(l, "location:"):
-				location = l
-			case strings.HasPrefix(l, "error:"):
-				msg := strings.Trim(strings.TrimSpace(strings.TrimPrefix(l, "error:")), "'\"")
-				if msg == "|-" || msg == "|" || msg == ">-" {
-					var parts []string
-					for k := j + 1; k < len(lines) && strings.HasPrefix(lines[k], "    "); k++ {
-						if s := strings.TrimSpace(lines[k]); s != "" {
-							parts = append(parts, s)
-						}
-					}
-					msg = strings.Join(parts, " ")
-				}
-				tf.Message = msg
-			case strings.HasPrefix(l, "stack:"):
-				inStack = true
-			case inStack && tf.File == "":
-				if loc := tapLocationRE.FindStringSubmatch(l); loc != nil && !strings.HasPrefix(loc[1], "node:") {
-					tf.File = loc[1]
-					tf.Line, _ = strconv.Atoi(loc[2])
-				}
-			}
+		m := tapResultRE.FindStringSubmatch(line)
+		if m == nil || m[2] != "not ok" {
+			continue
 		}
-		if tf.File == "" {
-			if loc := tapLocationRE.FindStringSubmatch(location); loc != nil {
-				tf.File = loc[1]
-				tf.Line, _ = strconv.Atoi(loc[2])
-			}
+		depth := len(m[1]) / 4
+		name := tapUnescape.Replace(m[3])
+		if depth > 0 && depth <= len(parents) {
+			name = strings.Join(append(slices.Clone(parents[:depth]), name), " > ")
 		}
+		tf, subtests := tapFailure(lines[i+1:], m[1])
+		if subtests {
+			continue
+		}
+		tf.Name = name
 		rep.Failures = append(rep.Failures, tf)
 	}
 	if rep.Parsed && rep.Failed == 0 && len(rep.Failures) > 0 {
 		rep.Failed = len(rep.Failures)
 	}
 	return rep
+}
+
+// tapFailure reads the YAML block of a failed result indented by indent
+// (lines, from the one after the result): its message, file and line, and
+// whether it failed only because subtests did.
+func tapFailure(lines []string, indent string) (tf TestFailure, subtests bool) {
+	block, text := indent+"  ", indent+"    "
+	var location string
+	inStack := false
+	for j := 0; j < len(lines) && strings.HasPrefix(lines[j], block); j++ {
+		l := strings.TrimSpace(lines[j])
+		switch {
+		case strings.HasPrefix(l, "failureType:"):
+			subtests = strings.Contains(l, "subtestsFailed")
+		case strings.HasPrefix(l, "location:"):
+			location = l
+		case strings.HasPrefix(l, "error:"):
+			msg := strings.Trim(strings.TrimSpace(strings.TrimPrefix(l, "error:")), "'\"")
+			if msg == "|-" || msg == "|" || msg == ">-" {
+				var parts []string
+				for k := j + 1; k < len(lines) && strings.HasPrefix(lines[k], text); k++ {
+					if s := strings.TrimSpace(lines[k]); s != "" {
+						parts = append(parts, s)
+					}
+				}
+				msg = strings.Join(parts, " ")
+			}
+			tf.Message = msg
+		case strings.HasPrefix(l, "stack:"):
+			inStack = true
+		case inStack && tf.File == "":
+			if loc := tapLocationRE.FindStringSubmatch(l); loc != nil && !strings.HasPrefix(loc[1], "node:") {
+				tf.File = loc[1]
+				tf.Line, _ = strconv.Atoi(loc[2])
+			}
+		}
+	}
+	if tf.File == "" {
+		if loc := tapLocationRE.FindStringSubmatch(location); loc != nil {
+			tf.File = loc[1]
+			tf.Line, _ = strconv.Atoi(loc[2])
+		}
+	}
+	return tf, subtests
 }
 
 // String renders a report for logs and tests.

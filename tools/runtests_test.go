@@ -30,6 +30,13 @@ func TestParseTestOutput(t *testing.T) {
 			{File: "tests/test_calc.py", Line: 7, Name: "tests/test_calc.py::TestCalc::test_add[2-2-5]", Message: "assert (2 + 2) == 5"},
 			{File: "tests/test_calc.py", Line: 10, Name: "tests/test_calc.py::TestCalc::test_div", Message: "Failed: DID NOT RAISE <class ..."},
 		}}},
+		// A parametrized test whose parameters hold a space and "::",
+		// failing in a helper of another file.
+		{"pytest_params.txt", "pytest", TestReport{Framework: "pytest", Parsed: true, Passed: 2, Failed: 3, Failures: []TestFailure{
+			{File: "sub/helpers.py", Line: 2, Name: "sub/test_a.py::test_param[2]", Message: "AssertionError: x was 2"},
+			{File: "sub/helpers.py", Line: 2, Name: "sub/test_a.py::test_param[a b::c]", Message: "AssertionError: x was 'a b::c'"},
+			{File: "sub/test_a.py", Line: 8, Name: "sub/test_a.py::TestK::test_m", Message: "assert [1, 2] == [1, 3]"},
+		}}},
 		{"gotest.json", "go", TestReport{Framework: "go", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
 			{File: "ex_test.go", Line: 8, Name: "ex.TestBad", Message: "got 1, want 2"},
 		}}},
@@ -37,11 +44,20 @@ func TestParseTestOutput(t *testing.T) {
 		{"gotest_fullpath.json", "go", TestReport{Framework: "go", Parsed: true, Failed: 1, Failures: []TestFailure{
 			{File: "/workspace/gomod/internal/calc/calc_test.go", Line: 7, Name: "example.com/calc/internal/calc.TestMul", Message: "Mul(3, 4) = 7, want 12"},
 		}}},
+		// A test that panics: the panic's message, the test's frame.
+		{"gotest_panic.json", "go", TestReport{Framework: "go", Parsed: true, Failed: 1, Failures: []TestFailure{
+			{File: "/workspace/gm/sub/a_test.go", Line: 18, Name: "ex/sub.TestPanic", Message: "panic: assignment to entry in nil map"},
+		}}},
 		{"gobuild.json", "go", TestReport{Framework: "go", Parsed: true, Errors: 1, Failures: []TestFailure{
 			{File: "./broken.go", Line: 3, Name: "ex", Message: "syntax error: unexpected {, expected )"},
 		}}},
 		{"node.tap", "node", TestReport{Framework: "node", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
 			{File: "/workspace/a.test.js", Line: 4, Name: "bad", Message: "Expected values to be strictly equal: 1 !== 2"},
+		}}},
+		// A failing test inside a describe block: the test is the failure,
+		// not the block that failed because of it.
+		{"node_describe.tap", "node", TestReport{Framework: "node", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
+			{File: "/workspace/nd/a.test.js", Line: 4, Name: "outer # not a directive > inner - with dash", Message: "Expected values to be strictly equal: 1 !== 2"},
 		}}},
 	}
 	for _, tt := range tests {

@@ -497,35 +497,45 @@ func TestCloseStopsBuilds(t *testing.T) {
 }
 
 // TestRestartFailsInterrupted: an image a previous process left building
-// (it was killed) is failed by the next New with a failure code, a
-// completion time, and its partial layers removed.
+// or extracting (it was killed) is failed by the next New with a failure
+// code, a completion time, and its partial layers removed; an import's
+// code is image_import_failed (it had none).
 func TestRestartFailsInterrupted(t *testing.T) {
-	dir := t.TempDir()
-	const id = "img_0123456789abcdef01234567"
-	upper := filepath.Join(dir, id, "upper", "usr")
-	if err := os.MkdirAll(upper, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(upper, "partial"), make([]byte, 1<<20), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rec := `{"id":"` + id + `","status":"building","source":"build","spec":{"base":"boxkite-default","apt_packages":["jq"]},"created_at":"2026-01-02T03:04:05Z","account_id":"acct"}`
-	if err := os.WriteFile(filepath.Join(dir, id, "image.json"), []byte(rec), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m, err := images.New(dir, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := m.Get(t.Context(), "acct", id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if img.Status != api.ImageFailed || img.FailureCode != api.CodeImageBuildFailed || img.FailureHint == "" || img.CompletedAt == nil {
-		t.Errorf("interrupted image after restart = %+v, want failed with a code, hint and completion time", img)
-	}
-	if _, err := os.Stat(filepath.Join(dir, id, "upper")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the interrupted build's layers are still on disk (%v)", err)
+	for _, tt := range []struct {
+		source, spec, code string
+	}{
+		{api.ImageSourceBuild, `,"spec":{"base":"boxkite-default","apt_packages":["jq"]}`, api.CodeImageBuildFailed},
+		{api.ImageSourceImport, "", api.CodeImageImportFailed},
+	} {
+		t.Run(tt.source, func(t *testing.T) {
+			dir := t.TempDir()
+			const id = "img_0123456789abcdef01234567"
+			upper := filepath.Join(dir, id, "upper", "usr")
+			if err := os.MkdirAll(upper, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(upper, "partial"), make([]byte, 1<<20), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rec := `{"id":"` + id + `","status":"building","source":"` + tt.source + `"` + tt.spec + `,"created_at":"2026-01-02T03:04:05Z","account_id":"acct"}`
+			if err := os.WriteFile(filepath.Join(dir, id, "image.json"), []byte(rec), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			m, err := images.New(dir, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := m.Get(t.Context(), "acct", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if img.Status != api.ImageFailed || img.FailureCode != tt.code || img.FailureHint == "" || img.CompletedAt == nil {
+				t.Errorf("interrupted image after restart = %+v, want failed with %s, a hint and completion time", img, tt.code)
+			}
+			if _, err := os.Stat(filepath.Join(dir, id, "upper")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the interrupted image's layers are still on disk (%v)", err)
+			}
+		})
 	}
 }
 

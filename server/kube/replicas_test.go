@@ -565,7 +565,10 @@ func TestSnapshotOfLapsedControlPlane(t *testing.T) {
 // take never records, and nothing names the tar. The second's sweep
 // deletes it once it has been unheld for a take's longest run (its clock
 // moved on), and leaves the tar of a completed snapshot and the take it
-// has in flight itself, which completes. Before, the tar stayed.
+// has in flight itself, which completes. Before, the tar stayed. So did
+// the partial- copy a replica that dies mid-copy leaves (session 27): the
+// sweep deletes that too, and not the live take's, which holds its own
+// (partial.go) across the sweeps while its take is held at its claim.
 func TestSnapshotLeftoversSwept(t *testing.T) {
 	dsn, _ := postgresDB(t)
 	dir := t.TempDir()
@@ -650,6 +653,13 @@ func TestSnapshotLeftoversSwept(t *testing.T) {
 	if _, err := os.Stat(lostTar); err != nil {
 		t.Fatalf("the dead control plane's copy left no tar (%v): the test reproduces nothing", err)
 	}
+	// And a copy it was writing when it died: a partial file no copy
+	// holds (its lock went with its process; this one's process lives on,
+	// so the file is made as it would be left).
+	lostPartial := filepath.Join(dir, "partial-dead-replica")
+	if err := os.WriteFile(lostPartial, []byte("half a tar"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// The second's own take, in flight (held at its claim) across the
 	// sweeps.
@@ -663,7 +673,8 @@ func TestSnapshotLeftoversSwept(t *testing.T) {
 	// on, a sweep's minute between looks, the renewals' lag.
 	gone := func() bool {
 		_, err := os.Stat(lostTar)
-		return errors.Is(err, os.ErrNotExist)
+		_, perr := os.Stat(lostPartial)
+		return errors.Is(err, os.ErrNotExist) && errors.Is(perr, os.ErrNotExist)
 	}
 	left := b.srvCfg.ClockForTests()
 	for i := 0; i < 27 && !gone(); i++ {
@@ -688,7 +699,7 @@ func TestSnapshotLeftoversSwept(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if !gone() {
-		t.Fatalf("the dead control plane's tar %s stays", lostTar)
+		t.Fatalf("the dead control plane's tar %s or partial copy %s stays", lostTar, lostPartial)
 	}
 	if after := b.srvCfg.ClockForTests().Sub(left); after < 5*time.Minute {
 		t.Errorf("the dead control plane's tar was deleted %v after it died, before a take's longest run", after)
@@ -702,5 +713,8 @@ func TestSnapshotLeftoversSwept(t *testing.T) {
 	}
 	if left, err := filepath.Glob(filepath.Join(dir, "sha256-*.tar")); err != nil || len(left) != 2 {
 		t.Errorf("the snapshot directory holds %v, %v; want the kept snapshot's tar and the live one's", left, err)
+	}
+	if left, err := filepath.Glob(filepath.Join(dir, "partial-*")); err != nil || len(left) != 0 {
+		t.Errorf("partial copies left: %v, %v; want none", left, err)
 	}
 }

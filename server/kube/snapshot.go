@@ -72,14 +72,14 @@ func (d *Driver) Snapshot(ctx context.Context, id string, transient bool, claim 
 	if err := os.MkdirAll(d.cfg.SnapshotDir, 0o700); err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
-	tmp, err := os.CreateTemp(d.cfg.SnapshotDir, "partial-*")
+	tmp, err := createPartial(d.cfg.SnapshotDir)
 	if err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
-	defer os.Remove(tmp.Name()) // gone once renamed
+	defer tmp.release() // held until renamed (partial.go)
 	size, sum, err := fill(tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = tmp.Sync() // its write errors here, not at a close after the rename
 	}
 	if err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
@@ -102,7 +102,7 @@ func (d *Driver) Snapshot(ctx context.Context, id string, transient bool, claim 
 			d.cfg.SnapshotClaimedForTests(id)
 		}
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := tmp.rename(path); err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
 	return model.SnapshotRef{Key: key, SizeBytes: size, Method: snapshotMethod}, nil
@@ -243,6 +243,23 @@ var _ model.SnapshotLister = (*Driver)(nil)
 // paused sandboxes, which no snapshot row names, not the partial- copies
 // under way).
 func (d *Driver) SnapshotKeys(context.Context) ([]string, error) {
+	entries, err := d.snapshotEntries()
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, e := range entries {
+		key, ok := strings.CutSuffix(e.Name(), ".tar")
+		if ok && e.Type().IsRegular() && strings.HasPrefix(key, "sha256-") && snapshotKey.MatchString(key) {
+			keys = append(keys, key)
+		}
+	}
+	return keys, nil
+}
+
+// snapshotEntries lists the snapshot directory: none without one, or
+// before the first snapshot made it.
+func (d *Driver) snapshotEntries() ([]os.DirEntry, error) {
 	if d.cfg.SnapshotDir == "" {
 		return nil, nil
 	}
@@ -253,14 +270,7 @@ func (d *Driver) SnapshotKeys(context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list snapshots: %w", err)
 	}
-	var keys []string
-	for _, e := range entries {
-		key, ok := strings.CutSuffix(e.Name(), ".tar")
-		if ok && e.Type().IsRegular() && strings.HasPrefix(key, "sha256-") && snapshotKey.MatchString(key) {
-			keys = append(keys, key)
-		}
-	}
-	return keys, nil
+	return entries, nil
 }
 
 // sandboxEndpoint finds sandbox id's running pod and reaches its sidecar
@@ -338,20 +348,17 @@ func (d *Driver) ImportSnapshot(_ context.Context, key string, r io.Reader) erro
 	if err := os.MkdirAll(d.cfg.SnapshotDir, 0o700); err != nil {
 		return fmt.Errorf("import snapshot: %w", err)
 	}
-	tmp, err := os.CreateTemp(d.cfg.SnapshotDir, "partial-*")
+	tmp, err := createPartial(d.cfg.SnapshotDir)
 	if err != nil {
 		return fmt.Errorf("import snapshot: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // gone once renamed
+	defer tmp.release() // held until renamed (partial.go)
 	_, err = io.Copy(tmp, r)
 	if err == nil {
 		err = tmp.Sync()
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		err = tmp.rename(path)
 	}
 	if err != nil {
 		return fmt.Errorf("import snapshot: %w", err)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,5 +86,71 @@ func TestSnapshotKeys(t *testing.T) {
 	}
 	if len(keys) != 1 || keys[0] != snap {
 		t.Errorf("SnapshotKeys = %v, want [%s]", keys, snap)
+	}
+}
+
+// TestUnheldPartialSnapshots: of the partial- copies in the snapshot
+// directory, the sweep (model.PartialSnapshotLister) is offered only
+// those no copy holds (a dead replica's: its lock went with its
+// process), and deleting one a copy holds does nothing; a copy's file is
+// held until it is renamed into place or removed, and a released one
+// that was not renamed is gone.
+func TestUnheldPartialSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	d := &Driver{cfg: Config{SnapshotDir: dir}}
+	live, err := createPartial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.release()
+	renamed, err := createPartial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(dir, "sha256-"+strings.Repeat("cd", 32)+".tar")
+	if err := renamed.rename(snap); err != nil {
+		t.Fatal(err)
+	}
+	failed, err := createPartial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"partial-dead", "notes"} { // a dead replica's copy: no lock
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unheld, err := d.UnheldPartialSnapshots(t.Context())
+	if err != nil || len(unheld) != 1 || unheld[0] != "partial-dead" {
+		t.Fatalf("UnheldPartialSnapshots = %v, %v; want [partial-dead]", unheld, err)
+	}
+	for _, p := range []*partial{live, failed} {
+		if err := d.DeletePartialSnapshot(t.Context(), filepath.Base(p.Name())); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(p.Name()); err != nil {
+			t.Errorf("a held copy was deleted: %v", err)
+		}
+	}
+	if err := d.DeletePartialSnapshot(t.Context(), "partial-dead"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"../x", "notes", "sha256-x.tar"} {
+		if err := d.DeletePartialSnapshot(t.Context(), name); err == nil {
+			t.Errorf("DeletePartialSnapshot(%q) = nil, want it refused", name)
+		}
+	}
+	renamed.release()
+	failed.release()
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"notes", filepath.Base(live.Name()), filepath.Base(snap)}; !slices.Equal(left, want) {
+		t.Errorf("the directory holds %v, want %v (the live copy, the renamed one, the rest)", left, want)
+	}
+	if _, err := os.Stat(snap); err != nil {
+		t.Errorf("the renamed copy: %v", err)
 	}
 }

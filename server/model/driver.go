@@ -422,6 +422,25 @@ type SnapshotLister interface {
 	SnapshotKeys(ctx context.Context) ([]string, error)
 }
 
+// A PartialSnapshotLister is a SnapshotLister whose store servers share
+// (the kube driver's snapshot directory, on a volume every replica
+// mounts): a copy under way is a file of its own there, which the copy's
+// server removes if the copy fails, but which a server that dies mid-copy
+// leaves. No server's start may remove them all, as the local driver's
+// does its own: another's copy may be under way. So a copy holds a lock
+// on its file until it is renamed or removed, which the kernel (or the
+// file server) lets go when its process dies, and the control plane's
+// sweep deletes what no copy holds once it has found it so for a take's
+// longest run (server/snapshot, leftovers.go).
+type PartialSnapshotLister interface {
+	// UnheldPartialSnapshots returns the names of the copies in the
+	// store that no copy under way holds: those of copies cut short.
+	UnheldPartialSnapshots(ctx context.Context) ([]string, error)
+	// DeletePartialSnapshot removes the copy name if no copy holds it;
+	// a gone or held one is not an error.
+	DeletePartialSnapshot(ctx context.Context, name string) error
+}
+
 // SnapshotRef names a snapshot's data in a SnapshotDriver's store.
 type SnapshotRef struct {
 	Key       string // what Spec.FromSnapshot and DeleteSnapshot take

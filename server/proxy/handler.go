@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/iocount"
@@ -79,6 +82,9 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 			err = s.Forward(out, r, sb, c)
 			finish()
 			if errors.Is(err, sidecar.ErrStreamBroken) {
+				if endRevokedStream(w, r) {
+					return nil
+				}
 				s.AbortResponse(r, err)
 			}
 			return err
@@ -281,4 +287,23 @@ func (s *Service) scrubber(rt proxyRoute, r *http.Request, w http.ResponseWriter
 	}
 	j := scrub.NewJSONRewriter(w, scrub.ProcessOutput)
 	return j, j.Finish
+}
+
+// endRevokedStream ends an event stream (a process's output) whose
+// credential was revoked or expired under it with an error event, as a
+// streamed exec's ends (docs/accounts.md), so the client is told why
+// rather than handed a cut-off body. It reports whether it did: anything
+// else broken off is aborted by the caller.
+func endRevokedStream(w http.ResponseWriter, r *http.Request) bool {
+	if !errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked) ||
+		!strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		return false
+	}
+	data, err := json.Marshal(api.ProcessEvent{Type: api.ProcessEventError, Error: authz.StreamEnded(r.Context())})
+	if err != nil {
+		return false
+	}
+	_, _ = io.WriteString(w, "event: "+api.ProcessEventError+"\ndata: "+string(data)+"\n\n")
+	_ = http.NewResponseController(w).Flush()
+	return true
 }

@@ -153,6 +153,12 @@ func readAnswer(resp *http.Response, red Redactor, names []string, host string) 
 		out.Body, out.Truncated = cutUTF8(out.Body, api.MaxHTTPResponseBody), true
 	}
 	for k, vs := range resp.Header {
+		// The name too: a destination may echo a request's header as a
+		// header of its own named after its value.
+		k = red.apply(k)
+		if v, ok := out.Headers[k]; ok {
+			vs = append([]string{v}, vs...)
+		}
 		out.Headers[k] = red.apply(strings.Join(vs, ", "))
 	}
 	return out, nil

@@ -1,6 +1,9 @@
 package secrets
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -35,5 +38,25 @@ func TestRedactorEchoForms(t *testing.T) {
 				t.Errorf("%q echoed as %s: got %q, want the echo replaced by %s", tt.value, tt.echo, got, want)
 			}
 		})
+	}
+}
+
+// TestReadAnswerRedactsHeaderNames: a destination that names a header of
+// its answer after a value it was sent shows it in the name.
+func TestReadAnswerRedactsHeaderNames(t *testing.T) {
+	t.Parallel()
+	const value = "tok9f8e7d6c5b4a"
+	resp := &http.Response{
+		StatusCode: 200,
+		Header:     http.Header{"X-Seen-" + value: {"1"}, "X-Plain": {"v=" + value}},
+		Body:       io.NopCloser(strings.NewReader("ok")),
+	}
+	out, err := readAnswer(resp, newRedactor(map[string]string{"S": value}), []string{"S"}, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(out.Headers)
+	if strings.Contains(string(got), value) || out.Headers["X-Seen-[REDACTED_SECRET:S]"] != "1" || out.Headers["X-Plain"] != "v=[REDACTED_SECRET:S]" {
+		t.Errorf("headers %s; want the value redacted in names and values", got)
 	}
 }

@@ -25,7 +25,11 @@ import (
 //     store, the kube driver's snapshot directory): a key no snapshot that
 //     is not deleted holds, pending ones that claimed it included;
 //   - the bucket's objects under <prefix>/snapshots/ (Remote.ListKeys): an
-//     object whose snapshot is deleted, failed, or has no row.
+//     object whose snapshot is deleted, failed, or has no row;
+//   - the copies under way in a store servers share (the kube driver's
+//     partial-* files, model.PartialSnapshotLister): one no copy holds,
+//     which a server that died mid-copy left. A copy holds its file from
+//     its creation until it is renamed or removed, so this needs no row.
 //
 // A take in flight is safe from it for two reasons. Its row comes first:
 // a snapshot is reserved (its row written) before the driver copies, it
@@ -72,12 +76,13 @@ func (s *Service) sweepLeftovers(ctx context.Context, start bool) {
 	}
 	l.last = now
 	lister, _ := s.cfg.Driver.(model.SnapshotLister)
+	partials, _ := s.cfg.Driver.(model.PartialSnapshotLister)
 	remote := s.porter() != nil
-	if lister == nil && !remote {
+	if lister == nil && partials == nil && !remote {
 		return
 	}
 	// What exists first, the rows after (see above).
-	var keys []string
+	var keys, unheldPartials []string
 	var objects []object
 	var err error
 	if lister != nil {
@@ -86,20 +91,28 @@ func (s *Service) sweepLeftovers(ctx context.Context, start bool) {
 			keys = nil
 		}
 	}
+	if partials != nil {
+		if unheldPartials, err = partials.UnheldPartialSnapshots(ctx); err != nil {
+			s.cfg.Log.WarnContext(ctx, "list the driver's partial snapshots for leftovers", "err", err)
+			unheldPartials = nil
+		}
+	}
 	if remote {
 		if objects, err = s.remoteObjects(ctx); err != nil {
 			s.cfg.Log.WarnContext(ctx, "list the bucket's snapshots for leftovers", "backend", s.cfg.Remote.Kind(), "err", err)
 			objects = nil
 		}
 	}
-	if len(keys) == 0 && len(objects) == 0 {
+	if len(keys) == 0 && len(objects) == 0 && len(unheldPartials) == 0 {
 		clear(l.unheld)
 		return
 	}
-	held, named, err := s.inUse(ctx)
-	if err != nil {
-		s.cfg.Log.WarnContext(ctx, "read the snapshots for leftovers", "err", err)
-		return
+	held, named := map[string]bool{}, map[string]bool{}
+	if len(keys) > 0 || len(objects) > 0 {
+		if held, named, err = s.inUse(ctx); err != nil {
+			s.cfg.Log.WarnContext(ctx, "read the snapshots for leftovers", "err", err)
+			return
+		}
 	}
 	at := now
 	if start && s.cfg.Instances == nil {
@@ -137,6 +150,17 @@ func (s *Service) sweepLeftovers(ctx context.Context, start bool) {
 		}
 		delete(found, "object:"+obj.key)
 		s.cfg.Log.WarnContext(ctx, "deleted a snapshot object no snapshot holds (a take cut short)", "object", obj.key, "snapshot", obj.id)
+	}
+	for _, name := range unheldPartials {
+		if !due("partial:" + name) {
+			continue
+		}
+		if err := partials.DeletePartialSnapshot(ctx, name); err != nil {
+			s.cfg.Log.ErrorContext(ctx, "delete a leftover partial snapshot", "file", name, "err", err)
+			continue
+		}
+		delete(found, "partial:"+name)
+		s.cfg.Log.WarnContext(ctx, "deleted a partial snapshot no copy holds (a server died mid-copy)", "file", name)
 	}
 	l.unheld = found // what is held again, or gone, is forgotten
 }

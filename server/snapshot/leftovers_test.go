@@ -168,3 +168,82 @@ func (d *fakeDriver) SnapshotKeys(context.Context) ([]string, error) {
 	defer d.mu.Unlock()
 	return slices.Sorted(maps.Keys(d.stored)), nil
 }
+
+// partialDriver is a fakeDriver whose store servers share, holding copies
+// under way (model.PartialSnapshotLister): held ones a live copy writes,
+// the others a dead server's.
+type partialDriver struct {
+	fakeDriver
+	partials map[string]bool // name → held
+}
+
+func (d *partialDriver) UnheldPartialSnapshots(context.Context) ([]string, error) {
+	var unheld []string
+	for name, held := range d.partials {
+		if !held {
+			unheld = append(unheld, name)
+		}
+	}
+	return unheld, nil
+}
+
+func (d *partialDriver) DeletePartialSnapshot(_ context.Context, name string) error {
+	if !d.partials[name] {
+		delete(d.partials, name)
+	}
+	return nil
+}
+
+// TestPartialLeftovers: the kube driver's partial-* copies that no copy
+// holds (a replica that died mid-copy left them in the directory the
+// replicas share) go once found unheld for a take's longest run, at once
+// at the start of a sole server; one a copy under way holds stays, as do
+// the others while the grace runs, with no snapshot row at all. Before,
+// they stayed for ever: no start may remove them, and no sweep looked.
+func TestPartialLeftovers(t *testing.T) {
+	t0 := time.Unix(100000, 0)
+	grace := 5 * time.Minute // takeTimeout without a bucket
+	all := []string{"partial-dead", "partial-dead-later", "partial-live"}
+	tests := []struct {
+		name   string
+		sole   bool
+		sweeps []time.Duration // after t0; the first is Reconcile's
+		want   []string
+	}{
+		{"shared, first look", false, []time.Duration{0}, all},
+		{"shared, before the grace", false, []time.Duration{0, grace - time.Second}, all},
+		{"shared, after the grace", false, []time.Duration{0, time.Minute, grace}, []string{"partial-dead-later", "partial-live"}},
+		{"shared, the later one after its grace", false, []time.Duration{0, time.Minute, grace, grace + time.Minute}, []string{"partial-live"}},
+		{"sole, at its start", true, []time.Duration{0}, []string{"partial-dead-later", "partial-live"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			d := &partialDriver{partials: map[string]bool{"partial-dead": false, "partial-live": true}}
+			now := t0
+			cfg := Config{Store: &memStore{rows: map[string]*model.Snapshot{}}, Driver: d, Control: &fakeControl{}, Now: func() time.Time { return now }, Instance: "self"}
+			if !tc.sole {
+				hb := &memInstances{}
+				_, _ = hb.BeatInstance(ctx, "self", 0, t0, t0.Add(100*time.Hour))
+				cfg.Instances = hb
+			}
+			s := New(cfg)
+			for i, at := range tc.sweeps {
+				now = t0.Add(at)
+				var err error
+				if i == 0 {
+					err = s.Reconcile(ctx)
+					d.partials["partial-dead-later"] = false // a copy that died after the start
+				} else {
+					err = s.Sweep(ctx)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, slices.Sorted(maps.Keys(d.partials))); diff != "" {
+				t.Errorf("the partial copies (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

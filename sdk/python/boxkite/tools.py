@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, Dict, List, Optional, Union
 
 from .errors import BoxkiteError
@@ -134,6 +135,34 @@ def _quote_list(names: List[str]) -> str:
     return ", ".join(json.dumps(n, ensure_ascii=False) for n in names)
 
 
+# A hint of the API's names boxkite CLI commands, which an agent calling
+# these tools cannot run. As boxkite's Go tools (tools/hints.go) do for the
+# tools an agent has: a command one of them does the same as becomes that
+# tool, and an aside or a "; "-separated clause that still names a command
+# is left out (the hint too, when nothing of it is left).
+_CLI_COMMAND = re.compile(r"[`'(]boxkite [a-z]")
+_CLI_ASIDE = re.compile(r" ?\([^()]*[`'(]boxkite [a-z][^()]*\)")
+_AS_TOOL = [
+    (re.compile(r"raise the limit \(boxkite doctor says how\)"), "ask the server's operator to raise the limit"),
+    (re.compile(r"[`']boxkite files view PATH[`']"), "`view`"),
+]
+
+
+def _names_command(s: str) -> bool:
+    return bool(_CLI_COMMAND.search(s)) or "boxkite doctor" in s
+
+
+def _agent_hint(code: str, hint: str) -> str:
+    if code == "bad_response" or not _names_command(hint):
+        return hint
+    for cli, tool in _AS_TOOL:
+        hint = cli.sub(tool, hint)
+    if not _names_command(hint):
+        return hint
+    hint = _CLI_ASIDE.sub("", hint)
+    return "; ".join(c for c in hint.split("; ") if not _names_command(c)).strip()
+
+
 def run_tool(sandbox: Any, name: str, arguments: Union[str, Dict[str, Any], None]) -> str:
     """Run tool call name with arguments (a dict or its JSON text) in
     sandbox; return the text for the model. Arguments that do not fit the
@@ -185,5 +214,6 @@ def run_tool(sandbox: Any, name: str, arguments: Union[str, Dict[str, Any], None
     except BoxkiteError as e:
         # As boxkite's own tools: the refusal's stable code in brackets.
         text = (f"Error [{e.code}]: " if e.code else "Error: ") + e.message
-        return text + ("\nHint: " + e.hint if e.hint else "")
+        hint = _agent_hint(e.code, e.hint or "")
+        return text + ("\nHint: " + hint if hint else "")
     return f"Error: unknown tool {name!r}; known: {', '.join(TOOL_NAMES)}"

@@ -181,6 +181,32 @@ class RunToolTest(unittest.TestCase):
         self.assertEqual(boxkite.run_tool(Fake(), "file_create", {"path": "e.txt", "content": ""}), "Created file: /workspace/e.txt (0 bytes)")
         self.assertEqual(ran, [("e.txt", "")])
 
+    def test_run_tool_hints_name_tools_not_commands(self):
+        # As boxkite's Go tools: a hint's CLI command becomes the tool that
+        # does the same when the agent has it (view), and a clause or an
+        # aside naming one it cannot run is left out.
+        cases = [
+            ("not_found", "list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)", ""),
+            ("not_found", "read a file with 'boxkite files view PATH'", "read a file with `view`"),
+            ("invalid_path", "name a file in it; list it with 'boxkite files ls DIR'; copy it whole with 'boxkite files cp -r ID:PATH DST'", "name a file in it"),
+            ("not_found", "list your sandboxes with `boxkite session ls`", ""),
+            ("validation_error", "name what to install in apt_packages ('boxkite images build --apt-package jq')", "name what to install in apt_packages"),
+            ("host_capacity", "retry later, or raise the limit (boxkite doctor says how)", "retry later, or ask the server's operator to raise the limit"),
+            ("bad_response", "check the server URL (see `boxkite config show`)", "check the server URL (see `boxkite config show`)"),
+            ("validation_error", "omit size_gb for the default of 1 GB", "omit size_gb for the default of 1 GB"),
+        ]
+        for code, hint, want in cases:
+
+            class Fake:
+                def exec(self, command, timeout=None, _code=code, _hint=hint):
+                    raise boxkite.BoxkiteError(code=_code, message="refused", hint=_hint, status=404)
+
+            with self.subTest(hint=hint):
+                self.assertEqual(
+                    boxkite.run_tool(Fake(), "bash_tool", {"command": "x"}),
+                    f"Error [{code}]: refused" + (f"\nHint: {want}" if want else ""),
+                )
+
     def test_run_tool_refuses_timeout_out_of_range(self):
         ran = []
 
@@ -265,7 +291,9 @@ class LiveTest(unittest.TestCase):
         bk = boxkite.Boxkite()
         text = boxkite.run_tool(bk.sandbox("sbx_missing"), "bash_tool", '{"command": "true"}')
         self.assertTrue(text.startswith("Error [not_found]: "), text)
-        self.assertIn("\nHint: ", text)
+        # The API's hint names `boxkite session ls`, a command the agent
+        # cannot run and no tool of these does: it is left out.
+        self.assertNotIn("boxkite ", text)
 
 
 if __name__ == "__main__":

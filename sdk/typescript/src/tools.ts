@@ -97,6 +97,32 @@ async function viewText(sb: Sandbox, path: string, startArg: unknown, endArg: un
   return body.join("\n");
 }
 
+// A hint of the API's names boxkite CLI commands, which an agent calling
+// these tools cannot run. As boxkite's Go tools (tools/hints.go) do for the
+// tools an agent has: a command one of them does the same as becomes that
+// tool, and an aside or a "; "-separated clause that still names a command
+// is left out (the hint too, when nothing of it is left).
+const CLI_COMMAND = /[`'(]boxkite [a-z]/;
+const CLI_ASIDE = / ?\([^()]*[`'(]boxkite [a-z][^()]*\)/g;
+const AS_TOOL: [RegExp, string][] = [
+  [/raise the limit \(boxkite doctor says how\)/g, "ask the server's operator to raise the limit"],
+  [/[`']boxkite files view PATH[`']/g, "`view`"],
+];
+
+const namesCommand = (s: string) => CLI_COMMAND.test(s) || s.includes("boxkite doctor");
+
+function agentHint(code: string, hint: string): string {
+  if (code === "bad_response" || !namesCommand(hint)) return hint;
+  for (const [cli, tool] of AS_TOOL) hint = hint.replace(cli, tool);
+  if (!namesCommand(hint)) return hint;
+  return hint
+    .replace(CLI_ASIDE, "")
+    .split("; ")
+    .filter((c) => !namesCommand(c))
+    .join("; ")
+    .trim();
+}
+
 /**
  * The text telling the agent what is wrong with args for tool name, or ""
  * when they fit its schema, in the words of boxkite's Go tools (and so of
@@ -181,7 +207,10 @@ export async function runTool(sb: Sandbox, name: string, args: unknown): Promise
     }
   } catch (e) {
     // As boxkite's own tools: the refusal's stable code in brackets.
-    if (e instanceof BoxkiteError) return `Error${e.code ? ` [${e.code}]` : ""}: ${e.apiMessage}${e.hint ? `\nHint: ${e.hint}` : ""}`;
+    if (e instanceof BoxkiteError) {
+      const hint = agentHint(e.code, e.hint ?? "");
+      return `Error${e.code ? ` [${e.code}]` : ""}: ${e.apiMessage}${hint ? `\nHint: ${hint}` : ""}`;
+    }
     throw e;
   }
   return `Error: unknown tool ${JSON.stringify(name)}; known: ${TOOL_NAMES.join(", ")}`;

@@ -146,3 +146,19 @@ test("runTool: an unknown or missing parameter is refused before the sandbox, as
   assert.equal(await runTool(fake, "file_create", { path: "e.txt", content: "" }), "Created file: /workspace/e.txt (0 bytes)");
   assert.deepEqual(ran, [["e.txt", ""]]);
 });
+
+test("runTool: a hint names tools, not CLI commands the agent cannot run, as boxkite's Go tools do", async () => {
+  for (const [code, hint, want] of [
+    ["not_found", "list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)", ""],
+    ["not_found", "read a file with 'boxkite files view PATH'", "read a file with `view`"],
+    ["invalid_path", "name a file in it; list it with 'boxkite files ls DIR'; copy it whole with 'boxkite files cp -r ID:PATH DST'", "name a file in it"],
+    ["not_found", "list your sandboxes with `boxkite session ls`", ""],
+    ["validation_error", "name what to install in apt_packages ('boxkite images build --apt-package jq')", "name what to install in apt_packages"],
+    ["host_capacity", "retry later, or raise the limit (boxkite doctor says how)", "retry later, or ask the server's operator to raise the limit"],
+    ["bad_response", "check the server URL (see `boxkite config show`)", "check the server URL (see `boxkite config show`)"],
+    ["validation_error", "omit size_gb for the default of 1 GB", "omit size_gb for the default of 1 GB"],
+  ]) {
+    const fake = { exec: async () => { throw new BoxkiteError({ code, message: "refused", hint, status: 404 }); } };
+    assert.equal(await runTool(fake, "bash_tool", { command: "x" }), `Error [${code}]: refused` + (want ? `\nHint: ${want}` : ""), hint);
+  }
+});
