@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
@@ -64,6 +65,9 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 		if err := s.limitRate(w, bucket, accountFrom(r.Context()).ID); err != nil {
 			return err
 		}
+	}
+	if err := apihttp.CheckPathValues(r); err != nil { // an {id} no id can be: not found, before any lookup
+		return err
 	}
 	if cred != httpx.CredNone && cred != httpx.CredBastion && s.idempotencyApplies(pattern, r) {
 		return s.idempotent(w, r, h)

@@ -268,6 +268,7 @@ type goEvent struct {
 var (
 	goWhereRE = regexp.MustCompile(`^\s+(\S+\.go):(\d+): (.*)$`)
 	goBuildRE = regexp.MustCompile(`^(\S+\.go):(\d+):(?:\d+:)? (.*)$`)
+	goFrameRE = regexp.MustCompile(`^\t(\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$`)
 )
 
 func parseGoTest(out string) TestReport {
@@ -314,19 +315,55 @@ func parseGoTest(out string) TestReport {
 				}
 				continue
 			}
-			rep.Failed++
 			tf := TestFailure{Name: e.Package + "." + e.Test}
-			for _, l := range outputs[key] {
+			lines := outputs[key]
+			for i, l := range lines {
 				if w := goWhereRE.FindStringSubmatch(l); w != nil {
 					tf.File, tf.Message = w[1], w[3]
 					tf.Line, _ = strconv.Atoi(w[2])
+					// A message of several lines: the next ones are
+					// indented deeper than its first.
+					indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+					for _, more := range lines[i+1:] {
+						if !strings.HasPrefix(more, indent+"    ") {
+							break
+						}
+						tf.Message += "\n" + strings.TrimSpace(more)
+					}
 					break
 				}
 			}
+			if tf.File == "" {
+				goPanic(&tf, e.Package, lines)
+			}
+			if tf.File == "" && slices.ContainsFunc(rep.Failures, func(f TestFailure) bool { return strings.HasPrefix(f.Name, tf.Name+"/") }) {
+				// A test that failed only because its subtests did: they
+				// are the failures.
+				continue
+			}
+			rep.Failed++
 			rep.Failures = append(rep.Failures, tf)
 		}
 	}
 	return rep
+}
+
+// goPanic fills tf from a test that panicked: the message is the
+// panic's, the file and line those of the deepest frame in the test's
+// package (the function line names the package, the next its file).
+func goPanic(tf *TestFailure, pkg string, lines []string) {
+	for i, l := range lines {
+		if tf.Message == "" && strings.HasPrefix(l, "panic: ") {
+			tf.Message, _, _ = strings.Cut(l, " [recovered")
+		}
+		if tf.Message != "" && strings.HasPrefix(l, pkg+".") && i+1 < len(lines) {
+			if f := goFrameRE.FindStringSubmatch(lines[i+1]); f != nil {
+				tf.File = f[1]
+				tf.Line, _ = strconv.Atoi(f[2])
+				return
+			}
+		}
+	}
 }
 
 func hasTestFailure(fs []TestFailure, pkg string) bool {

@@ -197,7 +197,7 @@ type ExecRequest struct {
 	Command     string            `json:"command"`
 	Timeout     int               `json:"timeout,omitempty"` // seconds, 1..3600; 0 in a request means the default
 	Description string            `json:"description,omitempty"`
-	Stdin       string            `json:"stdin,omitempty"`
+	Stdin       string            `json:"stdin,omitempty" nul:"allow"` // data, not text: may hold NUL
 	Cwd         string            `json:"cwd,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
 	// MaxOutputBytes caps what is kept of each stream; 0 means
