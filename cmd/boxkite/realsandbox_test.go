@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -41,6 +42,8 @@ func TestRealSandbox(t *testing.T) {
 	t.Run("ssh through the bastion", func(t *testing.T) { testSSH(t, s) })   // ssh_test.go
 	t.Run("web console link", func(t *testing.T) { testUI(t, s) })           // ui_test.go
 	t.Run("exec and Ctrl-C", func(t *testing.T) { testExecInterrupt(t, s) }) // execsignal_test.go
+	// Last: it ends the sandbox's shell (the next attachment starts another).
+	t.Run("attach until the shell exits", func(t *testing.T) { testAttachExit(t, s) })
 }
 
 // localServer is a `boxkite up` of its own, with one sandbox selected.
@@ -437,5 +440,48 @@ func testAttach(t *testing.T, s *localServer) {
 		if !strings.Contains(out, op) {
 			t.Errorf("audit log lacks %s", op)
 		}
+	}
+}
+
+// testAttachExit: the shell exiting ends attach with the shell's status,
+// as an ssh session's, from the sidecar's exit frame through the server.
+func testAttachExit(t *testing.T, s *localServer) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	cmd := exec.Command(s.cli, "attach")
+	cmd.Env = s.env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	screen := readScreen(ptmx)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		cmd.Process.Kill()
+		t.Fatalf(format+"\nscreen so far:\n%q", append(args, screen.String())...)
+	}
+	const wait = 30 * time.Second
+	pos, ok := screen.waitFor(t, 0, regexp.MustCompile(`Ctrl-\] detaches`), wait)
+	if !ok {
+		fail("attach did not say it attached")
+	}
+	io.WriteString(ptmx, "exit 7\r")
+	select {
+	case err := <-exited:
+		if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 7 {
+			fail("attach after 'exit 7' exited with %v, want exit status 7", err)
+		}
+	case <-time.After(wait):
+		fail("attach did not exit after the shell did")
+	}
+	if _, ok := screen.waitFor(t, pos, regexp.MustCompile(`the shell exited \(exit code 7\)`), wait); !ok {
+		fail("attach did not say how the shell exited")
 	}
 }
