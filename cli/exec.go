@@ -41,6 +41,11 @@ its stdout to stdout, its stderr to stderr. Stdin that is not a terminal is read
 to the end and forwarded (redirect it from /dev/null to send none). boxkite
 exits with the command's exit code, or 124 when it ran out of time.
 
+Ctrl-C is sent to the command as SIGINT (SIGTERM and SIGHUP to boxkite go
+as themselves): it ends its own way, and boxkite exits with its code (130
+when SIGINT ended it). A second Ctrl-C within 2 s kills the command and
+exits 130 at once.
+
 Stdin and output travel as text: stdin that is not UTF-8 (a tar stream, an
 image) is refused, and output bytes that are not UTF-8 are shown as U+FFFD,
 with a note on stderr. Binary data goes byte for byte with 'boxkite files cp':
@@ -274,7 +279,12 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 	errOut := &noteHold{w: stderr, note: timeoutNote(req.Timeout)}
 	var shown int64 // stdout bytes shown
 	replaced := false
-	res, err := c.ExecStreamResult(ctx, sb.ID, req, func(ev api.ExecEvent) error {
+	// The stream outlives this command's context, which an interrupt
+	// ends: the interrupt goes to the command instead (exec_signal.go).
+	streamCtx, kill := context.WithCancel(context.WithoutCancel(ctx))
+	defer kill()
+	interrupts := forwardInterrupts(c, sb.ID, kill)
+	res, err := c.ExecStreamStarted(streamCtx, sb.ID, req, interrupts.started, func(ev api.ExecEvent) error {
 		var w io.Writer = app.IO.Out
 		if ev.Type == api.EventStderr {
 			w = errOut
@@ -285,6 +295,9 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		_, err := io.WriteString(w, ev.Data)
 		return err
 	})
+	if interrupts.stop() {
+		return context.Canceled // killed by a second interrupt: exit 130 at once, quietly
+	}
 	if err != nil {
 		_ = errOut.end(false)
 		// Our "error: …" line must not be glued to the command's last,

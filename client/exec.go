@@ -56,6 +56,14 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest,
 // the exit code, the duration and the output counts (Truncated and the
 // bytes of each stream); Stdout and Stderr are left empty, fn had them.
 func (c *Client) ExecStreamResult(ctx context.Context, id string, req api.ExecRequest, fn func(api.ExecEvent) error) (*api.ExecResult, error) {
+	return c.ExecStreamStarted(ctx, id, req, nil, fn)
+}
+
+// ExecStreamStarted is ExecStreamResult that tells started, once the
+// command runs and before any event, the id that SignalExec sends it
+// signals by (api.HeaderExecID); "" when the server or the sandbox's
+// sidecar is older than it.
+func (c *Client) ExecStreamStarted(ctx context.Context, id string, req api.ExecRequest, started func(execID string), fn func(api.ExecEvent) error) (*api.ExecResult, error) {
 	ctx, cancel := withDefaultTimeout(ctx, execDeadline(req))
 	defer cancel()
 	const path = "/v1/sandboxes/{id}/exec"
@@ -73,6 +81,9 @@ func (c *Client) ExecStreamResult(ctx context.Context, id string, req api.ExecRe
 	defer body.Close()
 	if err := c.checkStream(resp.RawResponse, api.ContentTypeNDJSON, "application/json"); err != nil {
 		return nil, err
+	}
+	if started != nil {
+		started(resp.Header().Get(api.HeaderExecID))
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header().Get("Content-Type"))
 	if mt == "application/json" {
@@ -141,5 +152,17 @@ func replayResult(r io.Reader, fn func(api.ExecEvent) error) (*api.ExecResult, e
 		}
 	}
 	res.Stdout, res.Stderr = "", ""
+	return &res, nil
+}
+
+// SignalExec sends signal (api.SignalINT, …) to the process group of the
+// streamed exec execID (ExecStreamStarted) of sandbox id while it runs;
+// the exec's stream then ends as the command does. A command that ended
+// is a not_found *api.Error.
+func (c *Client) SignalExec(ctx context.Context, id, execID, signal string) (*api.ExecSignalResult, error) {
+	var res api.ExecSignalResult
+	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/exec/{exec_id}/signal", api.ExecSignalRequest{Signal: signal}, &res, withParams(id, "exec_id", execID)); err != nil {
+		return nil, err
+	}
 	return &res, nil
 }

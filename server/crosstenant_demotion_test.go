@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -297,4 +298,45 @@ func TestCrossTenantDemotionEndsAdminSSHKeys(t *testing.T) {
 	h.setRole(t, e, api.OrgRoleAdmin)
 	resp, body = mint()
 	wantError(t, resp, body, http.StatusNotFound, api.CodeNotFound)
+}
+
+// TestCrossTenantDemotionEndsAdminExecStream: a streamed exec of B's admin
+// key stops streaming at B's demotion, with an error event that says so
+// (403 forbidden: the key is valid, as a member's), while its command runs
+// on in the sandbox, as at a revocation.
+func TestCrossTenantDemotionEndsAdminExecStream(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	release := make(chan struct{})
+	t.Cleanup(sync.OnceFunc(func() { close(release) })) // a failed test does not hang
+	execRunning := make(chan context.Context, 1)
+	e.Sidecar.ExecFunc = func(w http.ResponseWriter, r *http.Request, _ api.ExecRequest) {
+		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+		w.Write([]byte(`{"type":"stdout","data":"started\n"}` + "\n"))
+		w.(http.Flusher).Flush()
+		execRunning <- r.Context()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Write([]byte(`{"type":"stdout","data":"finished\n"}` + "\n" + `{"type":"exit","exit_code":0,"duration_ms":5}` + "\n"))
+	}
+	org := e.newOrg(e.KeyA, "a-org")
+	e.join(e.KeyA, e.KeyB, org.ID, "b@example.com", api.OrgRoleAdmin)
+	h := adminHold{
+		key: e.orgKey(e.KeyB, org.ID, api.RoleAdmin).Key, orgID: org.ID, member: accountID(t, e, e.KeyB),
+		sb: e.create(e.orgKey(e.KeyA, org.ID, "").Key, api.CreateSandboxRequest{}),
+	}
+	stream := openStream(t, e, "POST", sandboxPath(h.sb.ID, "/exec"), h.key, `{"command":"./long-job"}`, "Accept", api.ContentTypeNDJSON)
+	sidecarCtx := <-execRunning
+
+	h.setRole(t, e, api.OrgRoleMember)
+	out := readAllWithin(t, stream.Body)
+	if !strings.Contains(out, `"type":"error"`) || !strings.Contains(out, api.CodeForbidden) || !strings.Contains(out, "demoted") || strings.Contains(out, "finished") {
+		t.Errorf("the exec stream after the demotion: %q; want an error event saying so and nothing more", out)
+	}
+	if sidecarCtx.Err() != nil {
+		t.Error("the sidecar's exec request was cancelled with the stream")
+	}
 }

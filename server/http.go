@@ -90,7 +90,8 @@ func (s *Server) handlePublic(pattern string, h func(http.ResponseWriter, *http.
 // writeError sends err as the error envelope (httpx.WriteError). A
 // database that takes no writes, or a host out of space, is said so (507
 // or 503 with the reason), not a bare 500: the client's retry is right
-// once there is room again.
+// once there is room again. A value the database refused is the client's
+// 422 (model.RefusedValue).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae := storageAnswer(err); ae != nil {
 		s.log.ErrorContext(r.Context(), "storage refused", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -100,11 +101,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // storageAnswer is the answer to err when it is not an API error and says
-// the database or the host could not store what the request changed, else
-// nil.
+// the database or the host could not store what the request changed, or
+// that the database refused a value of the request (model.RefusedValue),
+// else nil.
 func storageAnswer(err error) *api.Error {
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return nil
+	}
+	if ae := model.RefusedValue(err); ae != nil {
+		return ae
 	}
 	switch {
 	case model.IsStorageFault(err):

@@ -162,6 +162,12 @@ func proxyCases() []proxyCase {
 		},
 
 		{
+			"POST /exec/{exec_id}/signal", "POST", "/exec/3f2a/signal", `{"signal":"SIGINT"}`, "POST /exec/3f2a/signal",
+			ok(`{"exec_id":"3f2a","signal":"SIGINT"}`), "exec_signal",
+			map[string]any{"exec_id": "3f2a", "signal": "SIGINT"},
+			nil, false,
+		},
+		{
 			"POST /processes", "POST", "/processes", `{"command":"sleep 9","max_runtime_seconds":60}`, "POST /process/start",
 			jsonAnswer(201, `{"process_id":"proc_1","status":"running","started_at":"2026-01-01T00:00:00Z"}`), "start_process",
 			map[string]any{"command": "sleep 9", "max_runtime_seconds": 60.0, "process_id": "proc_1"},

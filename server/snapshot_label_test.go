@@ -11,7 +11,6 @@ import (
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/model"
-	"github.com/boxkite/boxkite/server/servertest"
 )
 
 // TestSnapshotLabelRefused: a snapshot's label, a restore's (the new
@@ -21,17 +20,7 @@ import (
 // refused now, 422 (400 on the E2B API), on both stores.
 func TestSnapshotLabelRefused(t *testing.T) {
 	t.Parallel()
-	stores := map[string]func(t *testing.T) model.Store{
-		"sqlite": func(t *testing.T) model.Store { return openStore(t, t.TempDir()) },
-		"postgres": func(t *testing.T) model.Store {
-			dsn := servertest.PostgresDSN(t)
-			if dsn == "" {
-				t.Skip(servertest.PostgresEnv + " is not set; .ci/run starts PostgreSQL and sets it")
-			}
-			return openReplicaStore(t, dsn)
-		},
-	}
-	for name, open := range stores {
+	for name, open := range bothStores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e, _ := newSnapEnvWithStore(t, server.Config{RateLimits: server.RateLimits{Lifecycle: 1000, Snapshot: 1000}}, open(t))

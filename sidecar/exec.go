@@ -50,6 +50,9 @@ type execSpec struct {
 	timeout     time.Duration
 	maxOutput   int64 // kept of each stream; the rest is counted and dropped
 	stopAtLimit bool  // kill the command when a stream passes maxOutput
+	// started, when set, is told the command's process group once it
+	// runs (a streamed exec's signals, exec_signal.go).
+	started func(pgid int)
 }
 
 // outcome is how a command ended.
@@ -210,6 +213,9 @@ func (h *Handler) runCommand(ctx context.Context, spec execSpec, emit func(strea
 		h.oomFirst(pid)
 	}
 	pgid := pid // Setpgid makes the command its group's leader
+	if spec.started != nil {
+		spec.started(pgid)
+	}
 	var killed atomic.Bool
 	kill := func() { killed.Store(true); _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 

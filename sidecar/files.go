@@ -19,12 +19,20 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
+// largeFilesHint says how to move a file too large for a JSON route.
+const largeFilesHint = "move large files with PUT and GET /v1/sandboxes/{id}/files/raw, which stream (boxkite files cp), or edit them with exec"
+
 // truncatedMark ends a /view result cut at api.MaxViewOutput.
 const truncatedMark = "\n... (truncated)"
 
+// tooLarge refuses a file past a JSON route's limit. Its hint names the
+// control plane's routes, which a client calls (the sidecar's own
+// /files/raw is reached only through them), and the CLI command in an
+// aside, which an agent's tools leave out and the E2B facade drops the
+// hint for (tools.NamesCommand).
 func tooLarge(format string, args ...any) *api.Error {
 	return api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation, format, args...).
-		WithHint("move large files with PUT /files/raw and GET /files/raw (boxkite files cp), or edit them with exec")
+		WithHint(largeFilesHint)
 }
 
 func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
@@ -96,7 +104,7 @@ func (h *Handler) view(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !utf8.Valid(b) {
 		return tooLarge("File is not UTF-8 text (binary?): %s", req.Path).
-			WithHint("inspect it with exec (file, xxd, base64) or download it with GET /files/raw")
+			WithHint("inspect it with exec (file, xxd, base64) or download it with GET /v1/sandboxes/{id}/files/raw (boxkite files cp ID:PATH DST)")
 	}
 	content, lines := viewRange(string(b), req.ViewRange)
 	return writeJSON(w, http.StatusOK, api.ViewResult{Content: truncateView(content), Lines: lines})

@@ -297,6 +297,15 @@ func TestView(t *testing.T) {
 		st, b := fs.post(t, "/view", api.ViewRequest{Path: tt.path})
 		wantError(t, "view "+tt.path, st, b, tt.wantStatus, tt.wantMsg)
 	}
+	// The hints name the API's route, which a client calls, not the
+	// sidecar's own /files/raw behind it.
+	_, b := fs.post(t, "/view", api.ViewRequest{Path: "bin"})
+	if e, want := decodeError(t, b), "download it with GET /v1/sandboxes/{id}/files/raw"; !strings.Contains(e.Hint, want) {
+		t.Errorf("view bin: hint %q, want it to say %q", e.Hint, want)
+	}
+	if h, want := tooLarge("File is too large").Hint, "move large files with PUT and GET /v1/sandboxes/{id}/files/raw"; !strings.Contains(h, want) {
+		t.Errorf("a file too large: hint %q, want it to say %q", h, want)
+	}
 }
 
 func TestStrReplace(t *testing.T) {

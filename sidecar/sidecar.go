@@ -84,6 +84,8 @@ type Handler struct {
 	mux  *http.ServeMux
 	full func() *http.ServeMux
 	sess *session // long-lived tools, budget and metrics; see process_routes.go
+	// execs are the streamed execs running, for their signals (exec_signal.go).
+	execs execTable
 	// protocol is api.SidecarProtocol as the value of the
 	// api.HeaderSidecarProtocol every answer but a preview's carries.
 	protocol string
@@ -150,6 +152,7 @@ func (h *Handler) routes() *http.ServeMux {
 	m.HandleFunc("GET /health", h.health)
 	h.handle(m, "POST /exec", h.budgeted(h.exec))
 	h.handle(m, "GET /exec/interactive", h.budgeted(h.execInteractive)) // interactive.go
+	h.handle(m, "POST /exec/{exec_id}/signal", h.execSignal)            // exec_signal.go
 	h.syncRoutes(m)                                                     // synctree.go: the storage sync's reads, never following links
 	h.fileRoutes(m)                                                     // files_routes.go: files, search, watch, raw and archive transfer
 	h.processRoutes(m)                                                  // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics

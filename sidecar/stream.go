@@ -30,13 +30,18 @@ func (h *Handler) execStream(w http.ResponseWriter, r *http.Request, spec execSp
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	s := &eventWriter{w: w, rc: http.NewResponseController(w), onFail: cancel}
+	id, running := h.execs.add()
+	defer h.execs.remove(id)
+	spec.started = running.started
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set(api.HeaderExecID, id)
 	w.WriteHeader(http.StatusOK)
 	s.flush() // the client learns the command started before any output
 
 	out := h.run(ctx, spec, s.output)
+	running.ended()
 	s.finish()
 	if msg := out.message(spec); msg != "" {
 		s.event(api.ExecEvent{Type: api.EventStderr, Data: msg})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -267,6 +268,7 @@ type goEvent struct {
 var (
 	goWhereRE = regexp.MustCompile(`^\s+(\S+\.go):(\d+): (.*)$`)
 	goBuildRE = regexp.MustCompile(`^(\S+\.go):(\d+):(?:\d+:)? (.*)$`)
+	goFrameRE = regexp.MustCompile(`^\t(\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$`)
 )
 
 func parseGoTest(out string) TestReport {
@@ -313,19 +315,55 @@ func parseGoTest(out string) TestReport {
 				}
 				continue
 			}
-			rep.Failed++
 			tf := TestFailure{Name: e.Package + "." + e.Test}
-			for _, l := range outputs[key] {
+			lines := outputs[key]
+			for i, l := range lines {
 				if w := goWhereRE.FindStringSubmatch(l); w != nil {
 					tf.File, tf.Message = w[1], w[3]
 					tf.Line, _ = strconv.Atoi(w[2])
+					// A message of several lines: the next ones are
+					// indented deeper than its first.
+					indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+					for _, more := range lines[i+1:] {
+						if !strings.HasPrefix(more, indent+"    ") {
+							break
+						}
+						tf.Message += "\n" + strings.TrimSpace(more)
+					}
 					break
 				}
 			}
+			if tf.File == "" {
+				goPanic(&tf, e.Package, lines)
+			}
+			if tf.File == "" && slices.ContainsFunc(rep.Failures, func(f TestFailure) bool { return strings.HasPrefix(f.Name, tf.Name+"/") }) {
+				// A test that failed only because its subtests did: they
+				// are the failures.
+				continue
+			}
+			rep.Failed++
 			rep.Failures = append(rep.Failures, tf)
 		}
 	}
 	return rep
+}
+
+// goPanic fills tf from a test that panicked: the message is the
+// panic's, the file and line those of the deepest frame in the test's
+// package (the function line names the package, the next its file).
+func goPanic(tf *TestFailure, pkg string, lines []string) {
+	for i, l := range lines {
+		if tf.Message == "" && strings.HasPrefix(l, "panic: ") {
+			tf.Message, _, _ = strings.Cut(l, " [recovered")
+		}
+		if tf.Message != "" && strings.HasPrefix(l, pkg+".") && i+1 < len(lines) {
+			if f := goFrameRE.FindStringSubmatch(lines[i+1]); f != nil {
+				tf.File = f[1]
+				tf.Line, _ = strconv.Atoi(f[2])
+				return
+			}
+		}
+	}
 }
 
 func hasTestFailure(fs []TestFailure, pkg string) bool {
@@ -346,17 +384,24 @@ func firstLines(lines []string, n int) string {
 
 var (
 	tapResultRE   = regexp.MustCompile(`^(\s*)(not ok|ok) \d+ - (.*?)(?: # (SKIP|TODO).*)?$`)
+	tapSubtestRE  = regexp.MustCompile(`^(\s*)# Subtest: (.*)$`)
 	tapCountRE    = regexp.MustCompile(`^# (pass|fail|duration_ms) ([0-9.]+)$`)
 	tapLocationRE = regexp.MustCompile(`([^\s'()]+):(\d+):\d+`)
+	// tapUnescape undoes TAP's escapes in a test's name.
+	tapUnescape = strings.NewReplacer(`\#`, "#", `\\`, `\`)
 )
 
 // parseTAP parses node's test runner in its TAP form (its reporter when
-// the output is not a terminal, as under exec). Only top-level results
-// count; a failure's file and line come from the first stack frame in a
-// file of the test, else its location.
+// the output is not a terminal, as under exec). A failure is a test that
+// failed itself, at any depth: a describe block (or a test) that failed
+// only because subtests did (failureType subtestsFailed) is not one, its
+// failing subtests are, named with their parents' names ("outer > inner").
+// A failure's file and line come from the first stack frame in a file of
+// the test, else its location.
 func parseTAP(out string) TestReport {
 	rep := TestReport{}
 	lines := strings.Split(out, "\n")
+	var parents []string // the names of the subtests open at each depth
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		if c := tapCountRE.FindStringSubmatch(line); c != nil {
@@ -372,51 +417,75 @@ func parseTAP(out string) TestReport {
 			}
 			continue
 		}
-		m := tapResultRE.FindStringSubmatch(line)
-		if m == nil || m[1] != "" || m[2] != "not ok" {
+		if st := tapSubtestRE.FindStringSubmatch(line); st != nil {
+			depth := len(st[1]) / 4
+			parents = append(parents[:min(depth, len(parents))], tapUnescape.Replace(st[2]))
 			continue
 		}
-		tf := TestFailure{Name: m[3]}
-		var location string
-		inStack := false
-		for j := i + 1; j < len(lines) && strings.HasPrefix(lines[j], "  "); j++ {
-			l := strings.TrimSpace(lines[j])
-			switch {
-			case strings.HasPrefix(l, "location:"):
-				location = l
-			case strings.HasPrefix(l, "error:"):
-				msg := strings.Trim(strings.TrimSpace(strings.TrimPrefix(l, "error:")), "'\"")
-				if msg == "|-" || msg == "|" || msg == ">-" {
-					var parts []string
-					for k := j + 1; k < len(lines) && strings.HasPrefix(lines[k], "    "); k++ {
-						if s := strings.TrimSpace(lines[k]); s != "" {
-							parts = append(parts, s)
-						}
-					}
-					msg = strings.Join(parts, " ")
-				}
-				tf.Message = msg
-			case strings.HasPrefix(l, "stack:"):
-				inStack = true
-			case inStack && tf.File == "":
-				if loc := tapLocationRE.FindStringSubmatch(l); loc != nil && !strings.HasPrefix(loc[1], "node:") {
-					tf.File = loc[1]
-					tf.Line, _ = strconv.Atoi(loc[2])
-				}
-			}
+		m := tapResultRE.FindStringSubmatch(line)
+		if m == nil || m[2] != "not ok" {
+			continue
 		}
-		if tf.File == "" {
-			if loc := tapLocationRE.FindStringSubmatch(location); loc != nil {
-				tf.File = loc[1]
-				tf.Line, _ = strconv.Atoi(loc[2])
-			}
+		depth := len(m[1]) / 4
+		name := tapUnescape.Replace(m[3])
+		if depth > 0 && depth <= len(parents) {
+			name = strings.Join(append(slices.Clone(parents[:depth]), name), " > ")
 		}
+		tf, subtests := tapFailure(lines[i+1:], m[1])
+		if subtests {
+			continue
+		}
+		tf.Name = name
 		rep.Failures = append(rep.Failures, tf)
 	}
 	if rep.Parsed && rep.Failed == 0 && len(rep.Failures) > 0 {
 		rep.Failed = len(rep.Failures)
 	}
 	return rep
+}
+
+// tapFailure reads the YAML block of a failed result indented by indent
+// (lines, from the one after the result): its message, file and line, and
+// whether it failed only because subtests did.
+func tapFailure(lines []string, indent string) (tf TestFailure, subtests bool) {
+	block, text := indent+"  ", indent+"    "
+	var location string
+	inStack := false
+	for j := 0; j < len(lines) && strings.HasPrefix(lines[j], block); j++ {
+		l := strings.TrimSpace(lines[j])
+		switch {
+		case strings.HasPrefix(l, "failureType:"):
+			subtests = strings.Contains(l, "subtestsFailed")
+		case strings.HasPrefix(l, "location:"):
+			location = l
+		case strings.HasPrefix(l, "error:"):
+			msg := strings.Trim(strings.TrimSpace(strings.TrimPrefix(l, "error:")), "'\"")
+			if msg == "|-" || msg == "|" || msg == ">-" {
+				var parts []string
+				for k := j + 1; k < len(lines) && strings.HasPrefix(lines[k], text); k++ {
+					if s := strings.TrimSpace(lines[k]); s != "" {
+						parts = append(parts, s)
+					}
+				}
+				msg = strings.Join(parts, " ")
+			}
+			tf.Message = msg
+		case strings.HasPrefix(l, "stack:"):
+			inStack = true
+		case inStack && tf.File == "":
+			if loc := tapLocationRE.FindStringSubmatch(l); loc != nil && !strings.HasPrefix(loc[1], "node:") {
+				tf.File = loc[1]
+				tf.Line, _ = strconv.Atoi(loc[2])
+			}
+		}
+	}
+	if tf.File == "" {
+		if loc := tapLocationRE.FindStringSubmatch(location); loc != nil {
+			tf.File = loc[1]
+			tf.Line, _ = strconv.Atoi(loc[2])
+		}
+	}
+	return tf, subtests
 }
 
 // String renders a report for logs and tests.

@@ -44,11 +44,25 @@ func TestParseTestOutput(t *testing.T) {
 		{"gotest_fullpath.json", "go", TestReport{Framework: "go", Parsed: true, Failed: 1, Failures: []TestFailure{
 			{File: "/workspace/gomod/internal/calc/calc_test.go", Line: 7, Name: "example.com/calc/internal/calc.TestMul", Message: "Mul(3, 4) = 7, want 12"},
 		}}},
+		// A test that panics: the panic's message, the test's frame.
+		{"gotest_panic.json", "go", TestReport{Framework: "go", Parsed: true, Failed: 1, Failures: []TestFailure{
+			{File: "/workspace/gm/sub/a_test.go", Line: 18, Name: "ex/sub.TestPanic", Message: "panic: assignment to entry in nil map"},
+		}}},
+		// A failing subtest whose message has two lines: it is the failure,
+		// not also its parent, which failed only because of it.
+		{"gotest_subtests.json", "go", TestReport{Framework: "go", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
+			{File: "/workspace/gm/sub/a_test.go", Line: 14, Name: "ex/sub.TestTable/case_with_space/and::colons#01", Message: "x = 2\nsecond line"},
+		}}},
 		{"gobuild.json", "go", TestReport{Framework: "go", Parsed: true, Errors: 1, Failures: []TestFailure{
 			{File: "./broken.go", Line: 3, Name: "ex", Message: "syntax error: unexpected {, expected )"},
 		}}},
 		{"node.tap", "node", TestReport{Framework: "node", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
 			{File: "/workspace/a.test.js", Line: 4, Name: "bad", Message: "Expected values to be strictly equal: 1 !== 2"},
+		}}},
+		// A failing test inside a describe block: the test is the failure,
+		// not the block that failed because of it.
+		{"node_describe.tap", "node", TestReport{Framework: "node", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
+			{File: "/workspace/nd/a.test.js", Line: 4, Name: "outer # not a directive > inner - with dash", Message: "Expected values to be strictly equal: 1 !== 2"},
 		}}},
 	}
 	for _, tt := range tests {

@@ -70,7 +70,7 @@ const (
 // Credentials is the body of POST /v1/auth/signup and POST /v1/auth/login.
 type Credentials struct {
 	Email    string `json:"email"`
-	Password string `json:"password"`
+	Password string `json:"password" nul:"allow"` // hashed, never stored
 }
 
 // TokenResponse answers signup and login: a short-lived access token (a

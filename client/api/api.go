@@ -197,7 +197,7 @@ type ExecRequest struct {
 	Command     string            `json:"command"`
 	Timeout     int               `json:"timeout,omitempty"` // seconds, 1..3600; 0 in a request means the default
 	Description string            `json:"description,omitempty"`
-	Stdin       string            `json:"stdin,omitempty"`
+	Stdin       string            `json:"stdin,omitempty" nul:"allow"` // data, not text: may hold NUL
 	Cwd         string            `json:"cwd,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
 	// MaxOutputBytes caps what is kept of each stream; 0 means
@@ -210,6 +210,33 @@ type ExecRequest struct {
 	// mode of docs/secrets.md, off unless the server allows it. The
 	// values are redacted from the JSON result; streaming is refused.
 	SecretEnv map[string]string `json:"secret_env,omitempty"`
+}
+
+// HeaderExecID names a streamed exec (Accept: application/x-ndjson) while
+// it runs: the answer's headers carry it, and POST
+// /v1/sandboxes/{id}/exec/{exec_id}/signal sends its process group a
+// signal (what `boxkite exec` does with Ctrl-C). A sidecar older than it
+// sends none.
+const HeaderExecID = "X-Exec-Id"
+
+// Signals an exec may be sent (ExecSignalRequest.Signal).
+const (
+	SignalINT  = "SIGINT"
+	SignalTERM = "SIGTERM"
+	SignalHUP  = "SIGHUP"
+	SignalKILL = "SIGKILL"
+)
+
+// ExecSignalRequest is the body of POST …/exec/{exec_id}/signal.
+type ExecSignalRequest struct {
+	Signal string `json:"signal"` // SIGINT, SIGTERM, SIGHUP or SIGKILL
+}
+
+// ExecSignalResult answers it: the signal was sent to the command's
+// process group; how the command takes it shows in its exec's exit event.
+type ExecSignalResult struct {
+	ExecID string `json:"exec_id"`
+	Signal string `json:"signal"`
 }
 
 // ExecResult is the JSON (non-streaming) answer to an exec.

@@ -57,8 +57,8 @@ const (
 
 // CreateSecretRequest is the body of POST /v1/secrets.
 type CreateSecretRequest struct {
-	Name         string   `json:"name"`  // 1..200 characters: letters, digits, '_', '-', '.'
-	Value        string   `json:"value"` // 1..65536 bytes; write-only, never shown again
+	Name         string   `json:"name"`              // 1..200 characters: letters, digits, '_', '-', '.'
+	Value        string   `json:"value" nul:"allow"` // 1..65536 bytes; write-only, never shown again
 	AllowedHosts []string `json:"allowed_hosts"`
 	TrustTier    string   `json:"trust_tier,omitempty"`
 }
@@ -66,7 +66,7 @@ type CreateSecretRequest struct {
 // UpdateSecretRequest is the body of PUT /v1/secrets/{id}: a new value,
 // and, when given, new allowed_hosts.
 type UpdateSecretRequest struct {
-	Value        string   `json:"value"`
+	Value        string   `json:"value" nul:"allow"`
 	AllowedHosts []string `json:"allowed_hosts,omitempty"`
 }
 
@@ -98,7 +98,7 @@ type HTTPRequest struct {
 	Method  string            `json:"method,omitempty"` // default GET
 	URL     string            `json:"url"`              // absolute http or https URL
 	Headers map[string]string `json:"headers,omitempty"`
-	Body    string            `json:"body,omitempty"`
+	Body    string            `json:"body,omitempty" nul:"allow"`
 	Timeout int               `json:"timeout,omitempty"` // seconds, 1..60; default 15
 }
 

@@ -38,8 +38,9 @@ func TestRealSandbox(t *testing.T) {
 	t.Run("cp 50 MiB", func(t *testing.T) { testCopyBigFile(t, s) })
 	t.Run("cp 10000 files", func(t *testing.T) { testCopyTree(t, s) })
 	t.Run("attach", func(t *testing.T) { testAttach(t, s) })
-	t.Run("ssh through the bastion", func(t *testing.T) { testSSH(t, s) }) // ssh_test.go
-	t.Run("web console link", func(t *testing.T) { testUI(t, s) })         // ui_test.go
+	t.Run("ssh through the bastion", func(t *testing.T) { testSSH(t, s) })   // ssh_test.go
+	t.Run("web console link", func(t *testing.T) { testUI(t, s) })           // ui_test.go
+	t.Run("exec and Ctrl-C", func(t *testing.T) { testExecInterrupt(t, s) }) // execsignal_test.go
 }
 
 // localServer is a `boxkite up` of its own, with one sandbox selected.

@@ -13,7 +13,11 @@
 //     415, 400 for bytes that are not JSON or not UTF-8, 422 for a field of
 //     the wrong type, 408 for a body too slow);
 //   - MethodNotAllowed answers a path served under other methods with 405
-//     and Allow, where a mux with a catch-all route would say 404.
+//     and Allow, where a mux with a catch-all route would say 404;
+//   - for the control plane, which keeps what a request names in a
+//     database, DecodeText (CheckText) refuses a NUL character in a JSON
+//     body's text, naming the field, and CheckPathValues an {id} in the
+//     path with a NUL or bytes that are not UTF-8.
 //
 // docs/errors.md lists every status and code.
 package apihttp

@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/internal/ctxsleep"
 	"github.com/boxkite/boxkite/server/e2b/envd"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Handler serves the E2B control plane and, for requests naming a sandbox
@@ -139,10 +141,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// handle registers an authenticated control-plane route.
+// handle registers an authenticated control-plane route. A path id that
+// no id can be (a NUL byte, bytes that are not UTF-8) is not found before
+// any lookup (apihttp.CheckPathValues).
 func (h *Handler) handle(pattern string, fn func(http.ResponseWriter, *http.Request, Caller) error) {
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		c, err := h.cp.Authenticate(r.Context(), apiKey(r))
+		if err == nil {
+			err = apihttp.CheckPathValues(r)
+		}
 		if err == nil {
 			err = fn(w, r, c)
 		}
@@ -175,15 +182,20 @@ type errorBody struct {
 // message (with its hint), but for /v1's 422, which is 400 as E2B answers
 // a request its API refuses (its OpenAPI validator and handlers never
 // answer 422: a timeout, metadata or envVars it refuses at create,
-// setTimeout, connect or fork are 400); ErrNotFound is 404; anything else
-// is logged and becomes a bare 500.
+// setTimeout, connect or fork are 400), and so is a value the database
+// refused (model.RefusedValue); ErrNotFound is 404; anything else is
+// logged and becomes a bare 500.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := http.StatusInternalServerError, "internal server error"
 	if errors.Is(err, ErrNotFound) {
 		status, msg = http.StatusNotFound, "sandbox "+r.PathValue("id")+" not found"
 	} else if errors.Is(err, ErrAlreadyPaused) {
 		status, msg = http.StatusConflict, "sandbox "+r.PathValue("id")+" is already paused"
-	} else if e, ok := errors.AsType[*api.Error](err); ok {
+	} else if e, ok := errors.AsType[*api.Error](err); ok || model.RefusedValue(err) != nil {
+		if !ok { // a value the database refused: the client's
+			h.log.WarnContext(r.Context(), "e2b request refused by the store", "method", r.Method, "path", r.URL.Path, "err", err)
+			e = model.RefusedValue(err)
+		}
 		status = e.Status
 		if status == 0 {
 			status = api.StatusOf(e.Code)

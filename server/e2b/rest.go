@@ -87,7 +87,7 @@ var sizes = map[string][2]int{api.SizeSmall: {1, 1024}, api.SizeMedium: {2, 2048
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, c Caller) error {
 	var req newSandbox
-	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+	if err := apihttp.DecodeText(w, r, &req, maxBody); err != nil {
 		return err
 	}
 	if err := validateCreate(req); err != nil {
@@ -298,7 +298,7 @@ func (h *Handler) setTimeout(w http.ResponseWriter, r *http.Request, c Caller) e
 	var req struct {
 		Timeout *int `json:"timeout"`
 	}
-	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+	if err := apihttp.DecodeText(w, r, &req, maxBody); err != nil {
 		return err
 	}
 	if req.Timeout == nil {
@@ -325,7 +325,7 @@ func (h *Handler) refresh(w http.ResponseWriter, r *http.Request, c Caller) erro
 	var req struct {
 		Duration int `json:"duration"`
 	}
-	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+	if err := apihttp.DecodeText(w, r, &req, maxBody); err != nil {
 		return err
 	}
 	if _, err := h.extend(r.Context(), c, r.PathValue("id"), time.Duration(req.Duration)*time.Second); err != nil {
@@ -355,7 +355,7 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c Caller) erro
 	var req struct {
 		Timeout *int `json:"timeout"`
 	}
-	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+	if err := apihttp.DecodeText(w, r, &req, maxBody); err != nil {
 		return err
 	}
 	d := defaultTimeout
@@ -395,7 +395,7 @@ func (h *Handler) pause(w http.ResponseWriter, r *http.Request, c Caller) error 
 	var req struct {
 		Memory *bool `json:"memory"`
 	}
-	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+	if err := apihttp.DecodeText(w, r, &req, maxBody); err != nil {
 		return err
 	}
 	if err := h.cp.Pause(r.Context(), c, r.PathValue("id"), req.Memory == nil || *req.Memory); err != nil {
@@ -451,7 +451,7 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request, c Caller) erro
 // nothing outside, so only a configuration that keeps it so is accepted.
 func (h *Handler) network(w http.ResponseWriter, r *http.Request, c Caller) error {
 	var req networkConfig
-	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+	if err := apihttp.DecodeText(w, r, &req, maxBody); err != nil {
 		return err
 	}
 	if _, err := h.cp.Sandbox(r.Context(), c, r.PathValue("id")); err != nil {

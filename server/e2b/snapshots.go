@@ -39,7 +39,7 @@ func (h *Handler) createSnapshot(w http.ResponseWriter, r *http.Request, c Calle
 	var req struct {
 		Name string `json:"name"`
 	}
-	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+	if err := apihttp.DecodeText(w, r, &req, maxBody); err != nil {
 		return err
 	}
 	if len(req.Name) > 200 {
@@ -157,7 +157,7 @@ func (h *Handler) fork(w http.ResponseWriter, r *http.Request, c Caller) error {
 		Timeout *int `json:"timeout"`
 		Count   *int `json:"count"`
 	}
-	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+	if err := apihttp.DecodeText(w, r, &req, maxBody); err != nil {
 		return err
 	}
 	count, timeout := 1, defaultTimeout

@@ -105,3 +105,50 @@ func TestInteractiveExec(t *testing.T) {
 		t.Errorf("detach when idle: %v, screen %q; want io.EOF after the command's output", err, screen)
 	}
 }
+
+// TestKubeExitsAndSignals runs, against a pod's sidecar, what the bastion
+// and boxkite exec's Ctrl-C rely on: the terminal's shell tells its exit
+// status before the close, and a streamed exec named by its X-Exec-Id
+// takes a signal (its trap runs and chooses the exit code).
+func TestKubeExitsAndSignals(t *testing.T) {
+	e := newEnv(t, kube.Config{})
+	e.start(t)
+	c := e.client()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	term, err := c.Attach(ctx, sb.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	if _, err := io.WriteString(term, "exit 4\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(term); err != nil {
+		t.Fatalf("read until the shell exited: %v", err)
+	}
+	if code, sig, ok := term.Exited(); code != 4 || sig != 0 || !ok {
+		t.Errorf("the shell's exit: %d, %d, %v; want 4, 0, true", code, sig, ok)
+	}
+
+	var execID string
+	var stdout strings.Builder
+	res, err := c.ExecStreamStarted(ctx, sb.ID, api.ExecRequest{Command: "trap 'echo got-int; exit 3' INT; echo ready; while :; do sleep 0.1; done", Timeout: 60},
+		func(id string) { execID = id },
+		func(ev api.ExecEvent) error {
+			stdout.WriteString(ev.Data)
+			if ev.Data == "ready\n" {
+				_, err := c.SignalExec(ctx, sb.ID, execID, api.SignalINT)
+				return err
+			}
+			return nil
+		})
+	if err != nil || res.ExitCode != 3 || !strings.Contains(stdout.String(), "got-int") {
+		t.Errorf("a streamed exec sent SIGINT: %+v, %v, stdout %q; want the trap's exit 3", res, err, stdout.String())
+	}
+}

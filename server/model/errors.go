@@ -47,3 +47,41 @@ func SandboxFailed(op string) *api.Error {
 	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not %s the sandbox", op).
 		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
 }
+
+// RefusedValue is the answer to err when the database refused a value of
+// the request, else nil: the backstop behind the API's own checks
+// (apihttp.CheckText, the handlers' bounds), so that a value one of them
+// missed is the client's 422 and not a 500. It reads the SQLSTATE of a
+// data exception (class 22) anywhere in err's chain: a NUL byte or bytes
+// that are not UTF-8 in text (22021; PostgreSQL's text holds neither,
+// SQLite's does), a number or a time outside its column's range (22003,
+// 22008), text longer than its column (22001); and text too long for the
+// column's index (54000). The message says which kind of value, not which
+// field, which only the handler knows; the log has the cause.
+func RefusedValue(err error) *api.Error {
+	se, ok := errors.AsType[interface {
+		error
+		SQLState() string
+	}](err)
+	if !ok {
+		return nil
+	}
+	var what string
+	switch se.SQLState() {
+	case "22021", "22P05": // character_not_in_repertoire, untranslatable_character
+		what = "text with a NUL character (\\u0000) or bytes that are not UTF-8"
+	case "22001", "54000": // string_data_right_truncation, program_limit_exceeded (index row size)
+		what = "text longer than it can keep"
+	case "22003": // numeric_value_out_of_range
+		what = "a number out of range"
+	case "22008": // datetime_field_overflow
+		what = "a time out of range"
+	default:
+		return nil
+	}
+	return &api.Error{
+		Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
+		Message: "the request has " + what + ", which the database cannot store",
+		Hint:    "correct the value and send the request again; the server log names the cause under this request id",
+	}
+}

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 )
 
@@ -61,6 +63,9 @@ func (s *Service) registerOAuth(w http.ResponseWriter, r *http.Request) error {
 	var req RegistrationRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, httpx.MaxSmallBody)).Decode(&req); err != nil {
 		return errInvalidClientMetadata("the body is not a JSON client metadata object")
+	}
+	if ae, ok := errors.AsType[*api.Error](httpx.CheckText(&req)); ok { // a NUL, which no stored text holds
+		return errInvalidClientMetadata(ae.Message)
 	}
 	if err := checkRegistration(&req); err != nil {
 		return err

@@ -128,6 +128,12 @@ func processInputDetail(x *exchange) map[string]any {
 		func(r api.ProcessInputResult, d map[string]any) { d["bytes_written"] = r.BytesWritten })
 }
 
+func execSignalDetail(x *exchange) map[string]any {
+	return detail[api.ExecSignalRequest, struct{}](x, func(q api.ExecSignalRequest) map[string]any {
+		return map[string]any{"exec_id": x.r.PathValue("exec_id"), "signal": q.Signal}
+	}, nil)
+}
+
 func stopProcessDetail(x *exchange) map[string]any {
 	return detail(x, func(struct{}) map[string]any {
 		return map[string]any{"process_id": x.r.PathValue("pid"), "exit_code": nil}

@@ -126,6 +126,8 @@ func proxyRoutes() []proxyRoute {
 		{"POST", "/files/archive", "/files/archive", "archive_upload", bodyStream, 0, needPath | upload | writes | flushed, transferDetail},
 		{"GET", "/files/archive", "/files/archive", "archive_download", bodyNone, 0, needPath, transferDetail},
 
+		{"POST", "/exec/{exec_id}/signal", "/exec/{exec_id}/signal", "exec_signal", bodyJSON, opTimeout, 0, execSignalDetail},
+
 		{"POST", "/processes", "/process/start", "start_process", bodyJSON, opTimeout, checkCommand, startProcessDetail},
 		{"GET", "/processes", "/process", "", bodyNone, opTimeout, 0, nil},
 		{"POST", "/processes/kill-all", "/process/kill-all", "kill_all_processes", bodyNone, opTimeout, 0, killAllDetail},
@@ -168,6 +170,7 @@ var docs = map[string]httpx.RouteDoc{
 	"GET /files/raw":                {Summary: "Download a file's bytes (streamed)", Produces: "application/octet-stream"},
 	"POST /files/archive":           {Summary: "Extract a tar(.gz) stream under a path, on disk before the answer; 403 permission_denied when the sandbox user may not write there, 507 insufficient_storage when the disk is full", Response: api.ArchiveResult{}},
 	"GET /files/archive":            {Summary: "Download a directory as a tar; gzip=1 compresses it, one_file_system=true leaves out other mounts (volumes)", Produces: "application/x-tar, application/gzip", Query: []string{"gzip", "one_file_system"}},
+	"POST /exec/{exec_id}/signal":   {Summary: "Send a running streamed exec (named by its answer's X-Exec-Id header) SIGINT, SIGTERM, SIGHUP or SIGKILL, to its process group, as a terminal's Ctrl-C; the exec's stream then ends with its exit code; 404 not_found once it ended", Request: api.ExecSignalRequest{}, Response: api.ExecSignalResult{}},
 	"POST /processes":               {Summary: "Start a background process", Request: api.ProcessStartRequest{}, Response: api.ProcessStarted{}, Status: http.StatusCreated},
 	"GET /processes":                {Summary: "List background processes", Response: api.ProcessList{}},
 	"POST /processes/kill-all":      {Summary: "Stop every background process", Response: api.KillAllResult{}},

@@ -29,6 +29,9 @@ func scanOrg(r rowScanner, extra ...any) (*orgs.Org, error) {
 
 // CreateOrg implements orgs.Store.
 func (s *Store) CreateOrg(ctx context.Context, o *orgs.Org, owner string) error {
+	if err := checkInt4("max_concurrent_sandboxes", o.Quota.MaxConcurrentSandboxes); err != nil {
+		return fmt.Errorf("insert organization: %w", err)
+	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := s.createAccount(ctx, tx, &model.Account{ID: o.ID, Email: model.OrgEmail(o.ID), CreatedAt: o.CreatedAt}); err != nil {
 			return err
@@ -80,6 +83,9 @@ func (s *Store) OrgMembership(ctx context.Context, orgID, accountID string) (*or
 
 // UpdateOrg implements orgs.Store.
 func (s *Store) UpdateOrg(ctx context.Context, o *orgs.Org) error {
+	if err := checkInt4("max_concurrent_sandboxes", o.Quota.MaxConcurrentSandboxes); err != nil {
+		return fmt.Errorf("update organization: %w", err)
+	}
 	res, err := s.exec(ctx, s.q(`UPDATE organizations SET name = ?, max_concurrent_sandboxes = ?, monthly_sandbox_hours = ? WHERE id = ?`),
 		o.Name, o.Quota.MaxConcurrentSandboxes, o.Quota.MonthlySandboxHours, o.ID)
 	if err != nil {

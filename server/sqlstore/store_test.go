@@ -108,6 +108,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"StorageSync", testStorageSync},
 		{"OAuth", testOAuth},
 		{"Admin", testAdmin},
+		{"RefusedValues", testRefusedValues},
 		{"Orgs", testOrgs},
 	}
 	for _, tt := range tests {

@@ -918,6 +918,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sandboxes/{id}/exec/{exec_id}/signal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a running streamed exec (named by its answer's X-Exec-Id header) SIGINT, SIGTERM, SIGHUP or SIGKILL, to its process group, as a terminal's Ctrl-C; the exec's stream then ends with its exit code; 404 not_found once it ended */
+        post: operations["post_sandboxes_id_exec_exec_id_signal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sandboxes/{id}/exec/interactive": {
         parameters: {
             query?: never;
@@ -2205,6 +2222,13 @@ export interface components {
             stdout_bytes: number;
             stop_reason?: string;
             truncated: boolean;
+        };
+        ExecSignalRequest: {
+            signal?: string;
+        };
+        ExecSignalResult: {
+            exec_id: string;
+            signal: string;
         };
         ExtendSandboxRequest: {
             lifetime_minutes?: number;
@@ -7517,6 +7541,119 @@ export interface operations {
                     "application/json": components["schemas"]["ExecResult"];
                     /** @description with Accept: application/x-ndjson, one JSON value of itemSchema a line */
                     "application/x-ndjson": string;
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large: the body is larger than the route's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error: a field has the wrong type or an out-of-range value; details name it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_sandboxes_id_exec_exec_id_signal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                exec_id: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExecSignalRequest"];
+            };
+        };
+        responses: {
+            /** @description Send a running streamed exec (named by its answer's X-Exec-Id header) SIGINT, SIGTERM, SIGHUP or SIGKILL, to its process group, as a terminal's Ctrl-C; the exec's stream then ends with its exit code; 404 not_found once it ended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecSignalResult"];
                 };
             };
             /** @description bad_request: a malformed request (or body, where there is one) */

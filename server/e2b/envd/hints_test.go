@@ -51,7 +51,7 @@ func TestE2BHint(t *testing.T) {
 		},
 		// No SDK call: left out.
 		{"list images with `boxkite images ls`", ""},
-		{"move large files with PUT /files/raw and GET /files/raw (boxkite files cp), or edit them with exec", ""},
+		{"move large files with PUT and GET /v1/sandboxes/{id}/files/raw, which stream (boxkite files cp), or edit them with exec", ""},
 		// In single quotes, as the sidecar's hints and some of /v1's quote them.
 		{"list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)", ""},
 		{"resume it first: 'boxkite session resume sb1'", "resume it first: `Sandbox.connect('sb1')`"},

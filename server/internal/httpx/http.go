@@ -66,10 +66,16 @@ const (
 
 // DecodeJSON reads a JSON body into v by the rules both APIs share
 // (apihttp.DecodeJSON): an empty body leaves v as is, unknown fields are
-// ignored so that newer clients work against older servers.
+// ignored so that newer clients work against older servers. A string that
+// holds a NUL character is refused, 422 naming the field
+// (apihttp.CheckText), unless its field is tagged `nul:"allow"`.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
-	return apihttp.DecodeJSON(w, r, v, limit)
+	return apihttp.DecodeText(w, r, v, limit)
 }
+
+// CheckText refuses a NUL character in the text of a body v decoded by
+// other means than DecodeJSON (apihttp.CheckText): 422 naming the field.
+func CheckText(v any) error { return apihttp.CheckText(v) }
 
 // FieldError is one entry of a validation error's details.
 type FieldError = api.FieldError

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // sidecarCall is one request to a sandbox's sidecar made on behalf of a
@@ -76,6 +78,7 @@ var ErrCut = errors.New("sidecar stream cut")
 var PassResponseHeaders = []string{
 	"Content-Type", "Content-Length", "Content-Disposition", "Content-Encoding",
 	"Cache-Control", "X-Accel-Buffering", "Retry-After",
+	api.HeaderExecID, // a streamed exec's, for its signals
 }
 
 // Request headers of the client that reach the sidecar. Never
