@@ -60,6 +60,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 	// From here the request ends when its credential is revoked (revoke.go).
 	r, stop := s.withRevocation(r)
 	defer stop()
+	h = answerRevocation(h)
 	if bucket != "" && bucket != bucketAuth {
 		if err := s.limitRate(w, bucket, accountFrom(r.Context()).ID); err != nil {
 			return err
@@ -173,4 +174,18 @@ func (s *Server) authenticateToken(r *http.Request, token string) error {
 	}
 	authz.From(ctx).Account = acct
 	return nil
+}
+
+// answerRevocation wraps h so that an error it returns because its
+// request's credential was revoked, expired or demoted meanwhile (a read
+// cut by the cancellation: "load sandbox: context canceled") is answered
+// as that (authz.RequestEnded), not as a 500.
+func answerRevocation(h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		err := h(w, r)
+		if ended := authz.RequestEnded(r.Context(), err); ended != nil {
+			return errors.Join(ended, err)
+		}
+		return err
+	}
 }

@@ -74,6 +74,37 @@ func StreamEnded(ctx context.Context) *api.Error {
 	return ErrStreamRevoked
 }
 
+// RequestEnded is the answer to a request that failed because its ctx
+// ended with a revocation (a store read cut by the cancellation, say),
+// or nil when err is nil or an API error already, or ctx did not end so: the
+// client is told its credential went, not a 500.
+func RequestEnded(ctx context.Context, err error) *api.Error {
+	if _, ok := errors.AsType[*api.Error](err); ok || err == nil {
+		return nil
+	}
+	switch cause := context.Cause(ctx); {
+	case !errors.Is(cause, ErrCredentialRevoked):
+		return nil
+	case errors.Is(cause, ErrCredentialExpired):
+		return &api.Error{
+			Status: http.StatusUnauthorized, Code: api.CodeInvalidAPIKey,
+			Message: "the API key of this request expired while it ran; it stopped here",
+			Hint:    "what it did before is in the audit log; make a new key with `boxkite keys create`, or sign in again with `boxkite login`",
+		}
+	case errors.Is(cause, ErrCredentialDemoted):
+		return &api.Error{
+			Status: http.StatusForbidden, Code: api.CodeForbidden,
+			Message: "the holder of this request's admin key was demoted to member in the organization while it ran; it stopped here",
+			Hint:    "what it did before is in the audit log; retry as a member's key may, or ask an owner for the admin role",
+		}
+	}
+	return &api.Error{
+		Status: http.StatusUnauthorized, Code: api.CodeInvalidAPIKey,
+		Message: "the credential of this request was revoked while it ran; it stopped here",
+		Hint:    "what it did before is in the audit log; use a valid key",
+	}
+}
+
 // SessionEndReason is the close reason of a terminal session (a
 // WebSocket) whose request ctx ended with a revocation.
 func SessionEndReason(ctx context.Context) string {
