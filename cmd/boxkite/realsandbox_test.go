@@ -345,21 +345,15 @@ func (s *ptyScreen) waitFor(t *testing.T, from int, re *regexp.Regexp, timeout t
 	return from, false
 }
 
-func testAttach(t *testing.T, s *localServer) {
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	defer tty.Close()
-	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
-		t.Fatal(err)
-	}
-	before, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
-	if err != nil {
-		t.Fatal(err)
-	}
+// attachWait bounds each step of an attachment on a real terminal.
+const attachWait = 30 * time.Second
 
+// startAttach runs boxkite attach on the terminal tty (ptmx its other
+// side) and waits until it says it attached. It returns what the terminal
+// shows, the command's end, a fail that kills it and shows the screen, and
+// the screen's offset after the attach message.
+func startAttach(t *testing.T, s *localServer, ptmx, tty *os.File) (*ptyScreen, <-chan error, func(string, ...any), int) {
+	t.Helper()
 	cmd := exec.Command(s.cli, "attach")
 	cmd.Env = s.env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
@@ -377,12 +371,31 @@ func testAttach(t *testing.T, s *localServer) {
 		cmd.Process.Kill()
 		t.Fatalf(format+"\nscreen so far:\n%q", append(args, screen.String())...)
 	}
-
-	const wait = 30 * time.Second
-	pos, ok := screen.waitFor(t, 0, regexp.MustCompile(`Ctrl-\] detaches`), wait)
+	pos, ok := screen.waitFor(t, 0, regexp.MustCompile(`Ctrl-\] detaches`), attachWait)
 	if !ok {
 		fail("attach did not say it attached")
 	}
+	return screen, exited, fail, pos
+}
+
+func testAttach(t *testing.T, s *localServer) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	screen, exited, fail, pos := startAttach(t, s, ptmx, tty)
+	const wait = attachWait
+	var ok bool
 	// $((…)) makes the output differ from the echoed command line.
 	io.WriteString(ptmx, "echo hello-$((40+2))\r")
 	if pos, ok = screen.waitFor(t, pos, regexp.MustCompile(`hello-42\r?\n`), wait); !ok {
@@ -452,26 +465,8 @@ func testAttachExit(t *testing.T, s *localServer) {
 	}
 	defer ptmx.Close()
 	defer tty.Close()
-	cmd := exec.Command(s.cli, "attach")
-	cmd.Env = s.env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	screen := readScreen(ptmx)
-	fail := func(format string, args ...any) {
-		t.Helper()
-		cmd.Process.Kill()
-		t.Fatalf(format+"\nscreen so far:\n%q", append(args, screen.String())...)
-	}
-	const wait = 30 * time.Second
-	pos, ok := screen.waitFor(t, 0, regexp.MustCompile(`Ctrl-\] detaches`), wait)
-	if !ok {
-		fail("attach did not say it attached")
-	}
+	screen, exited, fail, pos := startAttach(t, s, ptmx, tty)
+	const wait = attachWait
 	io.WriteString(ptmx, "exit 7\r")
 	select {
 	case err := <-exited:
