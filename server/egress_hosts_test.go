@@ -37,7 +37,7 @@ func TestEgressHosts(t *testing.T) {
 		t.Errorf("a member key granting egress_hosts: %d %s, want 403 with a hint", resp.StatusCode, body)
 	}
 	many, _ := json.Marshal(map[string]any{"egress_hosts": strings.Split(strings.Repeat("h.example,", api.MaxEgressHosts+1), ",")[:api.MaxEgressHosts+1]})
-	for _, bad := range []string{`{"egress_hosts":["127.0.0.1"]}`, `{"egress_hosts":["a b"]}`, `{"egress_hosts":["x.example:99999"]}`, string(many)} {
+	for _, bad := range []string{`{"egress_hosts":["127.0.0.1"]}`, `{"egress_hosts":["127.1"]}`, `{"egress_hosts":["0x7f000001"]}`, `{"egress_hosts":["a..b"]}`, `{"egress_hosts":["a b"]}`, `{"egress_hosts":["x.example:99999"]}`, string(many)} {
 		v.call("POST", "/v1/sandboxes", bad, http.StatusUnprocessableEntity, nil)
 	}
 

@@ -514,9 +514,16 @@ func (c *cdp) navigate(ctx context.Context, u, waitUntil string) (api.BrowserNav
 // evaluate runs script in the page and returns its value (a promise
 // awaited), or the exception as an error.
 func (c *cdp) evaluate(ctx context.Context, script string) (any, error) {
-	raw, err := c.call(ctx, "Runtime.evaluate", map[string]any{
+	params := map[string]any{
 		"expression": script, "returnByValue": true, "awaitPromise": true, "userGesture": true,
-	})
+	}
+	if d, ok := ctx.Deadline(); ok {
+		// Chromium stops the script itself at the deadline: a script that
+		// never ends (while (true) {}) would otherwise keep the page's
+		// thread, and every later call would time out behind it.
+		params["timeout"] = max(time.Until(d).Milliseconds(), 1)
+	}
+	raw, err := c.call(ctx, "Runtime.evaluate", params)
 	if err != nil {
 		return nil, err
 	}

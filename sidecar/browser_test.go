@@ -112,3 +112,37 @@ func TestBrowserTimeoutRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserEndlessScript: a script that never ends is stopped at its
+// timeout, and the page answers the next one: it kept the page's thread,
+// and every later call timed out behind it until the browser was closed.
+func TestBrowserEndlessScript(t *testing.T) {
+	if _, err := browserBinary(SafeEnv(t.TempDir())); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `<html><head><title>page</title></head><body>hi</body></html>`)
+	}))
+	defer site.Close()
+	base, _ := newToolServer(t, Options{})
+	var nav api.BrowserNavigateResult
+	doJSON(t, "POST", base+"/browser/navigate", api.BrowserNavigateRequest{URL: site.URL + "/"}, http.StatusOK, &nav)
+	if nav.Error != nil {
+		t.Fatalf("navigate: %+v", nav)
+	}
+	var ex api.BrowserExecResult
+	doJSON(t, "POST", base+"/browser/exec", api.BrowserExecRequest{Script: "while (true) {}", TimeoutSeconds: 2}, http.StatusOK, &ex)
+	if ex.Error == nil {
+		t.Fatalf("an endless script: %+v, want an error", ex)
+	}
+	t.Logf("the endless script: %s", *ex.Error)
+	for _, tt := range []struct{ script, want string }{{"1 + 1", "2"}, {"document.title", "page"}} {
+		doJSON(t, "POST", base+"/browser/exec", api.BrowserExecRequest{Script: tt.script, TimeoutSeconds: 10}, http.StatusOK, &ex)
+		if ex.Error != nil || fmt.Sprint(ex.Result) != tt.want {
+			t.Errorf("%s after an endless script: %+v, want %s", tt.script, ex, tt.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package egress
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,10 +27,29 @@ func ParseGrant(s string) (Grant, error) {
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	name := strings.TrimPrefix(host, "*.")
-	if name == "" || strings.ContainsAny(name, "*/ @[]") {
+	if name == "" || strings.ContainsAny(name, "*/ @[]") || slices.Contains(strings.Split(name, "."), "") {
 		return Grant{}, fmt.Errorf("parse grant %q: bad host", s)
 	}
+	if numericHost(name) && net.ParseIP(name) == nil {
+		return Grant{}, fmt.Errorf("parse grant %q: an IP address in another spelling; grants name hosts", s)
+	}
 	return Grant{Host: host, Port: port}, nil
+}
+
+// numericHost reports whether host may be an IPv4 address in one of the
+// spellings C resolvers read (inet_aton: 127.1, 2130706433, 0x7f000001,
+// 0177.0.0.1) as well as the dotted quad: its last label is decimal
+// digits, or 0x and hex digits. No DNS name is: a top-level label is
+// never all-numeric (RFC 3696 §2). Without this, a grant or a CONNECT
+// naming an address so would pass for a name, and a server whose
+// resolver is the C library's (cgo, as nsswitch.conf may demand) would
+// dial the address.
+func numericHost(host string) bool {
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if hex, ok := strings.CutPrefix(strings.ToLower(last), "0x"); ok {
+		return strings.Trim(hex, "0123456789abcdef") == ""
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
 }
 
 func (g Grant) String() string { return net.JoinHostPort(g.Host, strconv.Itoa(g.Port)) }
@@ -37,11 +57,11 @@ func (g Grant) String() string { return net.JoinHostPort(g.Host, strconv.Itoa(g.
 // Allowlist is a sandbox's grants.
 type Allowlist []Grant
 
-// Allows reports whether host:port is granted. IP literals never are:
-// grants name hosts.
+// Allows reports whether host:port is granted. IP literals never are,
+// in any spelling (numericHost): grants name hosts.
 func (l Allowlist) Allows(host string, port int) bool {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if net.ParseIP(host) != nil {
+	if net.ParseIP(host) != nil || numericHost(host) {
 		return false
 	}
 	for _, g := range l {

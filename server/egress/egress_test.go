@@ -98,7 +98,7 @@ func TestRefusal(t *testing.T) {
 
 func TestAllowlist(t *testing.T) {
 	var l Allowlist
-	for _, s := range []string{"api.example.com", "*.svc.example.org:8443"} {
+	for _, s := range []string{"api.example.com", "*.svc.example.org:8443", "example.cafe"} {
 		g, err := ParseGrant(s)
 		if err != nil {
 			t.Fatal(err)
@@ -119,12 +119,25 @@ func TestAllowlist(t *testing.T) {
 		{"svc.example.org", 8443, false},
 		{"evilsvc.example.org", 8443, false},
 		{"93.184.216.34", 443, false},
+		{"example.cafe", 443, true}, // an all-hex top-level label is a name
+		{"93.184.216.34.svc.example.org", 8443, true},
 	} {
 		if got := l.Allows(tc.host, tc.port); got != tc.want {
 			t.Errorf("Allows(%s, %d) = %v, want %v", tc.host, tc.port, got, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "*.", "a b", "x:0", "x:99999", "*"} {
+	// An address spelled as C resolvers (inet_aton) read it is no name
+	// either, though net.ParseIP does not read it: a grant naming it (as
+	// recorded before ParseGrant refused one) lets nothing through.
+	for _, h := range []string{"0x5db8d822", "1572395042", "93.0xb8.216.34", "0135.0270.0330.042", "93.12114978", "127.1"} {
+		if (Allowlist{{Host: h, Port: 443}}).Allows(h, 443) {
+			t.Errorf("a grant of %s allowed it: an IP address in another spelling", h)
+		}
+	}
+	for _, bad := range []string{
+		"", "*.", "a b", "x:0", "x:99999", "*", "a..b", ".a", "*..a",
+		"127.1", "2130706433", "0x7f000001", "0X7F000001", "0177.0.0.1", "127.0.1:8443", "*.1", "*.0x1", "10.1.1",
+	} {
 		if _, err := ParseGrant(bad); err == nil {
 			t.Errorf("ParseGrant(%q) succeeded", bad)
 		}
@@ -460,5 +473,55 @@ func TestProxyRefusesHostsOwnAddress(t *testing.T) {
 	<-done
 	if want := []string{"93.184.216.35:443"}; !slices.Equal(dialled, want) {
 		t.Errorf("dialled %q, want only %q", dialled, want)
+	}
+}
+
+// TestProxyBadRequests: a request the proxy cannot serve is answered 400,
+// never hung up on, and one naming a target is audited as refused like a
+// destination not granted (found from a sandbox: CONNECT localhost and
+// CONNECT [localhost]:443 left no trace, the second no answer either).
+func TestProxyBadRequests(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []Decision
+	p := &Proxy{Resolver: mapResolver{}}
+	done := make(chan struct{})
+	go func() {
+		p.Serve(l, Allowlist{{Host: "localhost", Port: 443}}, func(d Decision) { mu.Lock(); got = append(got, d); mu.Unlock() })
+		close(done)
+	}()
+	long := strings.Repeat("a", 300)
+	for _, head := range []string{
+		"CONNECT localhost HTTP/1.1\r\nHost: localhost\r\n\r\n",
+		"CONNECT localhost:99999 HTTP/1.1\r\nHost: localhost\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+		"CONNECT " + long + " HTTP/1.1\r\nHost: x\r\n\r\n",
+		"CONNECT [localhost]:443 HTTP/1.1\r\nHost: localhost\r\n\r\n",
+		"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n", // a TLS hello
+	} {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, head)
+		line, err := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if !strings.HasPrefix(line, "HTTP/1.1 400 ") {
+			t.Errorf("%q: answered %q, %v; want 400", head, line, err)
+		}
+	}
+	l.Close()
+	<-done
+	want := []Decision{
+		{Host: "localhost", Reason: "bad proxy request"},
+		{Host: "localhost:99999", Reason: "bad proxy request"},
+		{Host: "/", Reason: "bad proxy request"},
+		{Host: long[:255], Reason: "bad proxy request"},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
 	}
 }

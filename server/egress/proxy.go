@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,6 +118,12 @@ func (p *Proxy) handle(c net.Conn, allow Allowlist, report func(Decision)) {
 	br := bufio.NewReader(lr)
 	req, err := http.ReadRequest(br)
 	if err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			// Something not HTTP (a TLS hello for an https:// proxy URL),
+			// or a target no URL holds (CONNECT [name]:443): told so,
+			// not hung up on. It names no host to audit.
+			writeStatus(c, http.StatusBadRequest, "bad proxy request")
+		}
 		return
 	}
 	lr.N = 1 << 62
@@ -129,6 +137,14 @@ func (p *Proxy) handle(c net.Conn, allow Allowlist, report func(Decision)) {
 	connect := req.Method == http.MethodConnect
 	host, port, ok := target(req)
 	if !ok {
+		// Refused like any other destination, and audited: the target
+		// as asked for (CONNECT localhost, a port past 65535, an
+		// origin-form GET), at most 255 bytes.
+		asked := req.RequestURI
+		if len(asked) > 255 {
+			asked = strings.ToValidUTF8(asked[:255], "") // no character cut in two
+		}
+		report(Decision{Host: asked, Reason: "bad proxy request"})
 		writeStatus(c, http.StatusBadRequest, "bad proxy request")
 		return
 	}
