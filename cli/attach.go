@@ -32,7 +32,8 @@ func newAttachCmd(app *App) *cobra.Command {
 		Long: `Attach this terminal to the sandbox's shared terminal: what you type goes to
 its shell, what it prints appears here, and resizing this window resizes it.
 Everyone attached sees the same screen, and the shell keeps running after you
-detach with Ctrl-]. Detaching resets what a program still running there set in
+detach with Ctrl-]. When the shell exits, attach exits with its status
+(128+N when signal N ended it), as ssh does; a detach exits 0. Detaching resets what a program still running there set in
 this terminal (the alternate screen, mouse reporting, a hidden cursor,
 bracketed paste), so your shell is as you left it. With --read-only you watch
 without typing. Needs an admin API key; every attachment is in the sandbox's
@@ -65,22 +66,30 @@ func runAttach(ctx context.Context, app *App, ref string, readOnly bool) error {
 	if err != nil {
 		return err
 	}
-	return attachSession(ctx, c, sb.ID, readOnly, app.IO, "")
+	code, err := attachSession(ctx, c, sb.ID, readOnly, app.IO, "")
+	if err == nil && code != 0 {
+		// As ssh does: the shell's exit status is attach's own, so a
+		// script can tell 'exit 3' from a detach (0).
+		return &exitStatus{code: code}
+	}
+	return err
 }
 
 // attachSession relays stdio to the terminal of sandbox id until the user
 // detaches or the shell exits; boxkite attach, tui and handoff share it.
 // typed, when not empty, is sent first, as if typed (handoff starts its
-// resume command so).
-func attachSession(ctx context.Context, c *client.Client, id string, readOnly bool, stdio IO, typed string) error {
+// resume command so). code is the shell's exit status when it exited
+// (128+N when signal N ended it), 0 after a detach or when the sidecar
+// does not tell it (older than the exit message).
+func attachSession(ctx context.Context, c *client.Client, id string, readOnly bool, stdio IO, typed string) (code int, err error) {
 	t, err := c.Attach(ctx, id, readOnly)
 	if err != nil {
-		return fmt.Errorf("attach to sandbox %s: %w", id, err)
+		return 0, fmt.Errorf("attach to sandbox %s: %w", id, err)
 	}
 	defer t.Close()
 	restore, err := makeRaw(stdio)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// Deferred as well, so a panic still gives the user their terminal back.
 	defer restore()
@@ -97,7 +106,7 @@ func attachSession(ctx context.Context, c *client.Client, id string, readOnly bo
 	fmt.Fprintf(stdio.ErrOut, "attached%s to sandbox %s; Ctrl-] detaches%s", mode, id, eol)
 	if typed != "" {
 		if _, err := io.WriteString(t, typed); err != nil {
-			return fmt.Errorf("type into sandbox %s: %w", id, err)
+			return 0, fmt.Errorf("type into sandbox %s: %w", id, err)
 		}
 	}
 	winch := make(chan os.Signal, 1)
@@ -118,18 +127,26 @@ func attachSession(ctx context.Context, c *client.Client, id string, readOnly bo
 	switch {
 	case detached:
 		fmt.Fprintln(stdio.ErrOut, "detached")
-		return nil
+		return 0, nil
 	case errors.Is(err, io.EOF):
-		fmt.Fprintln(stdio.ErrOut, "the shell exited")
-		return nil
+		code, sig, _ := t.Exited()
+		switch {
+		case sig != 0:
+			fmt.Fprintf(stdio.ErrOut, "the shell was killed by signal %d (exit code %d)\n", sig, code)
+		case code != 0:
+			fmt.Fprintf(stdio.ErrOut, "the shell exited (exit code %d)\n", code)
+		default:
+			fmt.Fprintln(stdio.ErrOut, "the shell exited")
+		}
+		return code, nil
 	}
 	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok && e.Paused() {
-		return &hintError{err: e, hint: fmt.Sprintf("resume it with 'boxkite session resume %s', then attach again", id)}
+		return 0, &hintError{err: e, hint: fmt.Sprintf("resume it with 'boxkite session resume %s', then attach again", id)}
 	}
 	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok {
-		return &hintError{err: e, hint: "create a new one with 'boxkite session create'"}
+		return 0, &hintError{err: e, hint: "create a new one with 'boxkite session create'"}
 	}
-	return err
+	return 0, err
 }
 
 // makeRaw puts stdin in raw mode when it is a terminal, so every key

@@ -267,7 +267,7 @@ func startAgent(ctx context.Context, app *App, c *client.Client, sb api.Sandbox,
 	}
 	// A leading space keeps the line out of an interactive shell's history
 	// where HISTCONTROL allows; it names a path only either way.
-	err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r")
+	_, err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r")
 	if _, ok := errors.AsType[*client.SandboxEndedError](err); ok {
 		return err // nothing waits there any more
 	}

@@ -231,9 +231,20 @@ func newImagesLsCmd(app *App) *cobra.Command {
 			if im.SizeBytes > 0 {
 				size = fmt.Sprintf("%.1f MiB", float64(im.SizeBytes)/(1<<20))
 			}
-			return []string{im.ID, im.Label, im.Source, im.Status, size, tui.ShortDuration(now.Sub(im.CreatedAt))}
+			return []string{im.ID, im.Label, im.Source, imageStatus(im), size, tui.ShortDuration(now.Sub(im.CreatedAt))}
 		},
 	})
+}
+
+// imageStatus is an image's STATUS cell: a failed one's code follows, as
+// 'images build --wait' says it ("failed (image_import_bad_archive)"), so
+// the list tells a refused build from a bad archive; 'images get' has the
+// reason and the hint.
+func imageStatus(im api.Image) string {
+	if im.Status == api.ImageFailed && im.FailureCode != "" {
+		return im.Status + " (" + im.FailureCode + ")"
+	}
+	return im.Status
 }
 
 func newImagesLogsCmd(app *App) *cobra.Command {

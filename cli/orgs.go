@@ -430,8 +430,19 @@ organization. --personal goes back to your own account.`,
 func newOrgSetRoleCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:     "set-role ORG ACCOUNT|EMAIL ROLE",
-		Short:   "Change a member's role: owner, admin or member (owners and admins; owners for owners)",
+		Use:   "set-role ORG ACCOUNT|EMAIL ROLE",
+		Short: "Change a member's role: owner, admin or member (owners and admins; owners for owners)",
+		Long: `Change the role of the member named by ACCOUNT (their account id) or EMAIL in
+the organization ORG. Owners and admins may; only an owner makes or unmakes
+an owner, and the last owner stays one.
+
+A demotion to member (from owner or admin) takes effect at once, on every
+server sharing the database: the member's admin keys of ORG go on as member
+keys, and what they held as admin keys ends (open terminals close, watch and
+process streams end, takeover tokens they minted are refused); the SSH keys
+the member registered in ORG (as an admin) are deleted, with the terminals
+they hold through the bastion. Promoting the member back revives none of it.
+A promotion or owner to admin ends nothing.`,
 		Example: "  boxkite org set-role acme ada@example.com owner\n  boxkite org set-role acme 6f1c…-account-id member",
 		Args:    usageArgs(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, args []string) error {

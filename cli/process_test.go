@@ -186,7 +186,19 @@ func TestAttachRelay(t *testing.T) {
 					continue
 				}
 				typed <- string(b)
-				if string(b) == "exit\r" {
+				// What the sidecar says as the shell exits: the status
+				// (a signal's 128+N) in an exit frame before the close,
+				// or, older than that frame, the close alone.
+				frames := map[string]string{
+					"exit 3\r":  `{"type":"exit","exit_code":3}`,
+					"kill -9\r": `{"type":"exit","exit_code":137,"signal":9}`,
+					"exit 0\r":  `{"type":"exit","exit_code":0}`,
+					"exit\r":    "",
+				}
+				if frame, ok := frames[string(b)]; ok {
+					if frame != "" {
+						conn.Write(ctx, websocket.MessageText, []byte(frame))
+					}
 					conn.Close(websocket.StatusNormalClosure, "shell exited")
 					return
 				}
@@ -206,15 +218,32 @@ func TestAttachRelay(t *testing.T) {
 		t.Errorf("the terminal got %q, want the keystrokes before Ctrl-] and a close", s)
 	}
 
-	// The shell exiting ends attach, with exit 0. Stdin is a pipe that
-	// stays open, so only the remote close can end it.
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	go io.WriteString(pw, "exit\r")
-	var out, errOut strings.Builder
-	code := Execute(context.Background(), NewRoot(NewApp(IO{In: pr, InTTY: true, Out: &out, ErrOut: &errOut}, "test")), []string{"attach", "--read-only=false"})
-	if code != 0 || !strings.Contains(errOut.String(), "the shell exited") || out.String() != "$ " {
-		t.Errorf("attach until the shell exits: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	// The shell exiting ends attach, with the shell's status, as ssh
+	// does. Stdin is a pipe that stays open, so only the remote close can
+	// end it.
+	for _, c := range []struct {
+		name, typed string
+		wantCode    int
+		wantSaid    string
+	}{
+		{name: "exit 3", typed: "exit 3\r", wantCode: 3, wantSaid: "the shell exited (exit code 3)\n"},
+		{name: "a signal's 128+N", typed: "kill -9\r", wantCode: 137, wantSaid: "the shell was killed by signal 9 (exit code 137)\n"},
+		{name: "exit 0", typed: "exit 0\r", wantCode: 0, wantSaid: "the shell exited\n"},
+		{name: "a sidecar older than the exit frame", typed: "exit\r", wantCode: 0, wantSaid: "the shell exited\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			go io.WriteString(pw, c.typed)
+			var out, errOut strings.Builder
+			code := Execute(context.Background(), NewRoot(NewApp(IO{In: pr, InTTY: true, Out: &out, ErrOut: &errOut}, "test")), []string{"attach", "--read-only=false"})
+			if code != c.wantCode || !strings.HasSuffix(errOut.String(), c.wantSaid) || strings.Contains(errOut.String(), "error:") || out.String() != "$ " {
+				t.Errorf("attach until the shell exits: exit %d, stdout %q, stderr %q; want exit %d and %q", code, out.String(), errOut.String(), c.wantCode, c.wantSaid)
+			}
+			if s := collect(typed, 1); s != c.typed {
+				t.Errorf("the terminal got %q, want %q", s, c.typed)
+			}
+		})
 	}
 
 	// Without a terminal, attach refuses (exit 2, a hint) instead of

@@ -115,7 +115,8 @@ func (a *attachCommand) Run() error {
 		defer cr.Cancel()
 		stdio.In = fileReader{Reader: cr, f: f}
 	}
-	return attachSession(a.ctx, a.c, a.id, false, stdio, "")
+	_, err := attachSession(a.ctx, a.c, a.id, false, stdio, "") // the TUI carries on whatever the shell's status
+	return err
 }
 
 // fileReader reads through a cancelable reader but offers the file's

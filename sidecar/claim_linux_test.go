@@ -3,7 +3,6 @@ package sidecar
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,8 +25,7 @@ func TestWarm(t *testing.T) {
 	if n := len(h.pollers.free); n != 1 {
 		t.Fatalf("%d idle exec pollers after the warm-up, want 1", n)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := serve(t, h)
 	steps := []claimStep{
 		{"POST", "/claim", pool, `{"token":"` + fresh + `"}`, http.StatusNoContent, ""},
 		{"POST", "/exec", fresh, `{"command":"true"}`, http.StatusOK, ""},

@@ -32,9 +32,7 @@ func shAndDirect(t *testing.T, opts Options) (sh, direct *httptest.Server, hd *H
 	hs := New(opts)
 	hs.shIsDash = func() bool { return false }
 	hd = New(opts)
-	sh, direct = httptest.NewServer(hs), httptest.NewServer(hd)
-	t.Cleanup(sh.Close)
-	t.Cleanup(direct.Close)
+	sh, direct = serve(t, hs), serve(t, hd)
 	return sh, direct, hd
 }
 

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -55,8 +54,7 @@ func TestExecReusesReadBuffers(t *testing.T) {
 	var made atomic.Int64
 	newBuf := h.readBufs.New
 	h.readBufs.New = func() any { made.Add(1); return newBuf() }
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := serve(t, h)
 	body := jsonBody(t, execReq("true", ""))
 	const n = 40
 	for range n {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -33,8 +32,7 @@ func newJournalServer(t *testing.T) journalServer {
 	t.Helper()
 	tr := plantTree(t)
 	h := New(Options{Token: testToken, Workspace: tr.ws, Roots: tr.roots()})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := serve(t, h)
 	t.Cleanup(func() { // the reader goroutine ends with the instance
 		if h.jrn != nil {
 			h.jrn.mu.Lock()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,8 +17,8 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
-// newToolServer serves a Handler for opts on loopback and closes both, the
-// handler first so long-lived streams end. Token defaults to testToken and
+// newToolServer serves a Handler for opts on loopback until the test ends
+// (serve). Token defaults to testToken and
 // Workspace to a fresh temp dir.
 func newToolServer(t testing.TB, opts Options) (url string, h *Handler) {
 	t.Helper()
@@ -33,10 +32,7 @@ func newToolServer(t testing.TB, opts Options) (url string, h *Handler) {
 		opts.Log = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	h = New(opts)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { _ = h.Close() })
-	return srv.URL, h
+	return serve(t, h).URL, h
 }
 
 // doJSON sends body (JSON-encoded unless a string) with the token, checks

@@ -1,15 +1,20 @@
 package sidecar
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -17,8 +22,9 @@ import (
 
 const testToken = "test-token"
 
-// newServer serves a Handler for opts on loopback. An empty Workspace
-// becomes a fresh temp dir; Log goes to the test's output.
+// newServer serves a Handler for opts on loopback until the test ends
+// (serve). An empty Workspace becomes a fresh temp dir; Log goes to the
+// test's output.
 func newServer(t testing.TB, opts Options) (srv *httptest.Server, workspace string) {
 	t.Helper()
 	if opts.Workspace == "" {
@@ -27,9 +33,46 @@ func newServer(t testing.TB, opts Options) (srv *httptest.Server, workspace stri
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	srv = httptest.NewServer(New(opts))
-	t.Cleanup(srv.Close)
-	return srv, opts.Workspace
+	return serve(t, New(opts)), opts.Workspace
+}
+
+// serve serves h on loopback until the test ends. The cleanup ends what h
+// keeps running (Close), closes the server, cuts the connections it handed
+// over (WebSockets), which httptest.Server.Close neither closes nor waits
+// for, and waits until every request has returned: a request logs as it
+// returns, to the test's output, which must not be written to once the
+// test has ended (a data race, or a panic in the handler).
+func serve(t testing.TB, h *Handler) *httptest.Server {
+	t.Helper()
+	var (
+		requests sync.WaitGroup
+		mu       sync.Mutex
+		hijacked []net.Conn
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		defer requests.Done()
+		h.ServeHTTP(w, r)
+	}))
+	srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if st == http.StateHijacked {
+			mu.Lock()
+			hijacked = append(hijacked, c)
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(func() {
+		_ = h.Close()
+		srv.Close() // no request starts after this
+		mu.Lock()
+		for _, c := range hijacked {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		requests.Wait()
+	})
+	return srv
 }
 
 // call sends one request and returns the status and body.
@@ -155,4 +198,43 @@ func needRoot(t testing.TB, why string) {
 		t.Fatalf("%s needs root, and CI runs as root", why)
 	}
 	t.Skip(why + " needs root; CI runs as root")
+}
+
+// TestServeEndsHijackedRequests: a test's server ends every request
+// before the test ends, a WebSocket the test never closed too: a request
+// logs to the test's output as it returns, and a write to it once the
+// test has ended is a data race.
+func TestServeEndsHijackedRequests(t *testing.T) {
+	t.Parallel()
+	var log syncBuffer
+	t.Cleanup(func() { // after serve's: cleanups run last registered first
+		if got := log.String(); !strings.Contains(got, "msg=request method=GET path=/pty") {
+			t.Errorf("the /pty request had not returned when its test ended; log:\n%s", got)
+		}
+	})
+	url, _ := newToolServer(t, Options{Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	conn, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(url, "http")+"/pty",
+		&websocket.DialOptions{HTTPHeader: authed})
+	if err != nil {
+		t.Fatalf("dial /pty: %v", err)
+	}
+	_ = conn // left open, as a test that fails half-way leaves it
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

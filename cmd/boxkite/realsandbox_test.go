@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -41,6 +42,8 @@ func TestRealSandbox(t *testing.T) {
 	t.Run("ssh through the bastion", func(t *testing.T) { testSSH(t, s) })   // ssh_test.go
 	t.Run("web console link", func(t *testing.T) { testUI(t, s) })           // ui_test.go
 	t.Run("exec and Ctrl-C", func(t *testing.T) { testExecInterrupt(t, s) }) // execsignal_test.go
+	// Last: it ends the sandbox's shell (the next attachment starts another).
+	t.Run("attach until the shell exits", func(t *testing.T) { testAttachExit(t, s) })
 }
 
 // localServer is a `boxkite up` of its own, with one sandbox selected.
@@ -342,21 +345,15 @@ func (s *ptyScreen) waitFor(t *testing.T, from int, re *regexp.Regexp, timeout t
 	return from, false
 }
 
-func testAttach(t *testing.T, s *localServer) {
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	defer tty.Close()
-	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
-		t.Fatal(err)
-	}
-	before, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
-	if err != nil {
-		t.Fatal(err)
-	}
+// attachWait bounds each step of an attachment on a real terminal.
+const attachWait = 30 * time.Second
 
+// startAttach runs boxkite attach on the terminal tty (ptmx its other
+// side) and waits until it says it attached. It returns what the terminal
+// shows, the command's end, a fail that kills it and shows the screen, and
+// the screen's offset after the attach message.
+func startAttach(t *testing.T, s *localServer, ptmx, tty *os.File) (*ptyScreen, <-chan error, func(string, ...any), int) {
+	t.Helper()
 	cmd := exec.Command(s.cli, "attach")
 	cmd.Env = s.env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
@@ -374,12 +371,31 @@ func testAttach(t *testing.T, s *localServer) {
 		cmd.Process.Kill()
 		t.Fatalf(format+"\nscreen so far:\n%q", append(args, screen.String())...)
 	}
-
-	const wait = 30 * time.Second
-	pos, ok := screen.waitFor(t, 0, regexp.MustCompile(`Ctrl-\] detaches`), wait)
+	pos, ok := screen.waitFor(t, 0, regexp.MustCompile(`Ctrl-\] detaches`), attachWait)
 	if !ok {
 		fail("attach did not say it attached")
 	}
+	return screen, exited, fail, pos
+}
+
+func testAttach(t *testing.T, s *localServer) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	screen, exited, fail, pos := startAttach(t, s, ptmx, tty)
+	const wait = attachWait
+	var ok bool
 	// $((…)) makes the output differ from the echoed command line.
 	io.WriteString(ptmx, "echo hello-$((40+2))\r")
 	if pos, ok = screen.waitFor(t, pos, regexp.MustCompile(`hello-42\r?\n`), wait); !ok {
@@ -437,5 +453,30 @@ func testAttach(t *testing.T, s *localServer) {
 		if !strings.Contains(out, op) {
 			t.Errorf("audit log lacks %s", op)
 		}
+	}
+}
+
+// testAttachExit: the shell exiting ends attach with the shell's status,
+// as an ssh session's, from the sidecar's exit frame through the server.
+func testAttachExit(t *testing.T, s *localServer) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	screen, exited, fail, pos := startAttach(t, s, ptmx, tty)
+	const wait = attachWait
+	io.WriteString(ptmx, "exit 7\r")
+	select {
+	case err := <-exited:
+		if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 7 {
+			fail("attach after 'exit 7' exited with %v, want exit status 7", err)
+		}
+	case <-time.After(wait):
+		fail("attach did not exit after the shell did")
+	}
+	if _, ok := screen.waitFor(t, pos, regexp.MustCompile(`the shell exited \(exit code 7\)`), wait); !ok {
+		fail("attach did not say how the shell exited")
 	}
 }

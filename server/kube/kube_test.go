@@ -67,7 +67,8 @@ func newEnv(t *testing.T, cfg kube.Config, node ...kubetest.KubeletOption) *env 
 func newEnvOn(t *testing.T, c *kubetest.Cluster, ns string, cfg kube.Config, node ...kubetest.KubeletOption) *env {
 	t.Helper()
 	cfg.Namespace = ns
-	cfg.Log = slog.New(slog.NewTextHandler(tWriter{t}, nil))
+	// A request handed over (a WebSocket) still logs once the env stopped.
+	cfg.Log = slog.New(slog.NewTextHandler(servertest.LogWriter(t), nil))
 	e := &env{
 		cluster: c, ns: ns, kubelet: c.StartKubelet(t, ns, servertest.SidecarBinary(t), node...),
 		dbPath: filepath.Join(t.TempDir(), "boxkite.db"), key: model.NewAPIKey(), cfg: cfg,
@@ -492,14 +493,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// tWriter sends log lines to t.Log.
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }
 
 // TestPodUserNamespace: sandbox pods ask for a user namespace of their own

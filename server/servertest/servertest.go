@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -309,6 +310,11 @@ type tLogWriter struct {
 	mu   sync.Mutex
 	done bool
 }
+
+// LogWriter returns a writer for a logger of t's: lines go to t.Log until
+// t's cleanups end, and are dropped after (tLogWriter). Call it before
+// starting what logs, so that its cleanup runs after that one's stop.
+func LogWriter(t testing.TB) io.Writer { return newTLogWriter(t) }
 
 // newTLogWriter registers its cleanup first, so it runs after every
 // cleanup registered later (the server's and the driver's stops).
