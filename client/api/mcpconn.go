@@ -7,7 +7,7 @@ const CodeMCPConnectionLabelTaken = "mcp_connection_label_taken"
 
 // CreateMCPConnectionRequest is the body of POST /v1/mcp-connections.
 type CreateMCPConnectionRequest struct {
-	Label     string `json:"label"`      // 1..200 characters; sandboxes name the connection by it
+	Label     string `json:"label"`      // 1..200 characters, printable (CheckLabel); sandboxes name the connection by it
 	CatalogID string `json:"catalog_id"` // e.g. "github", "slack", "notion", "linear"
 }
 

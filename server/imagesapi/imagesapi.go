@@ -65,6 +65,9 @@ func (s *Service) importImage(w http.ResponseWriter, r *http.Request) error {
 	if len(label) > model.MaxLabelLen {
 		return httpx.InvalidQuery("label", "label is too long", "")
 	}
+	if msg := api.LabelProblem(label); msg != "" {
+		return httpx.InvalidQuery("label", msg, api.LabelHint)
+	}
 	if r.ContentLength > maxImageArchive { // refused before a byte is stored
 		return archiveTooBig()
 	}
@@ -99,6 +102,9 @@ func (s *Service) buildImage(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(req.Label) > model.MaxLabelLen {
 		return httpx.Invalid("label", "label is too long", "")
+	}
+	if err := api.CheckLabel(req.Label); err != nil {
+		return err
 	}
 	// A build's egress and outcome are audited: none starts while the
 	// audit log cannot be written.

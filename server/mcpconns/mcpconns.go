@@ -23,6 +23,9 @@ func (s *Service) createMCPConnection(w http.ResponseWriter, r *http.Request) er
 	if req.Label == "" || len(req.Label) > model.MaxLabelLen {
 		return httpx.Invalid("label", fmt.Sprintf("label must be 1 to %d characters", model.MaxLabelLen), "")
 	}
+	if err := api.CheckLabel(req.Label); err != nil {
+		return err
+	}
 	catalog := s.d.Catalog
 	host, ok := catalog[req.CatalogID]
 	if !ok {

@@ -41,6 +41,9 @@ type createParams struct {
 func (s *Service) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
 	p := createParams{label: req.Label, size: req.Size, storageGB: req.StorageGB, count: req.Count, autoPause: req.AutoPause}
 	maxMin := int(s.cfg.MaxLifetime / time.Minute)
+	if err := api.CheckLabel(req.Label); err != nil {
+		return p, err
+	}
 	switch {
 	case len(req.Label) > model.MaxLabelLen:
 		return p, httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", model.MaxLabelLen), "")

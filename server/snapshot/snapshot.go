@@ -179,14 +179,15 @@ func (s *Service) copyFailed(ctx context.Context, sb *model.Sandbox, cause error
 		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
 }
 
-// checkLabel refuses a label longer than most bytes. A NUL character,
-// which PostgreSQL's text cannot hold, never gets here: httpx.DecodeJSON
-// refuses it in any field first (422 naming the field).
+// checkLabel refuses a label longer than most bytes, or one
+// api.CheckLabel refuses (control characters, only whitespace). A NUL
+// character, which PostgreSQL's text cannot hold, never gets here:
+// httpx.DecodeJSON refuses it in any field first (422 naming the field).
 func checkLabel(label string, most int) error {
 	if len(label) > most {
 		return httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", most), "")
 	}
-	return nil
+	return api.CheckLabel(label)
 }
 
 func (s *Service) create(w http.ResponseWriter, r *http.Request) error {

@@ -43,6 +43,9 @@ func (s *Service) createVolume(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Label) > model.MaxLabelLen {
 		return httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", model.MaxLabelLen), "")
 	}
+	if err := api.CheckLabel(req.Label); err != nil {
+		return err
+	}
 	req.SizeGB = 1
 	if body.SizeGB != nil {
 		req.SizeGB = *body.SizeGB
