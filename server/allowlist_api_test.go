@@ -98,6 +98,18 @@ func TestAllowedCommandsValidation(t *testing.T) {
 			wantError(t, resp, body, http.StatusBadRequest, tt.code)
 		})
 	}
+	// A body with no rules but other keys names them: a wrong key (the
+	// GET's allowed_commands, say) read as "needs at least one rule".
+	for _, tt := range []struct{ body, msg string }{
+		{`{"allowed_commands": ["ls"]}`, "unknown field allowed_commands"},
+		{`{"rule": ["ls"], "Commands": []}`, "unknown fields Commands, rule"},
+	} {
+		resp, body := e.do("PUT", allowedPath, e.KeyA, tt.body)
+		ae := wantError(t, resp, body, http.StatusBadRequest, api.CodeInvalidRules)
+		if !strings.Contains(ae.Message, tt.msg) || !strings.Contains(ae.Hint, `send {"rules": [`) {
+			t.Errorf("%s: %q, hint %q; want it to name %q", tt.body, ae.Message, ae.Hint, tt.msg)
+		}
+	}
 	resp, body := e.do("GET", allowedPath, e.KeyA, nil)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"rules":[]`) {
 		t.Errorf("after refused PUTs: %d %s, want no rules", resp.StatusCode, body)

@@ -375,13 +375,13 @@ func (in *interpreter) status() api.InterpreterStatus {
 }
 
 func (h *Handler) interpreterExec(w http.ResponseWriter, r *http.Request) error {
-	return h.runInterpreter(w, r, h.sess.interp)
+	return h.runInterpreter(w, r, h.sess.interp, false)
 }
 
 // nodeExec serves POST /node-interpreter/exec: the same as the Python
 // interpreter's, with a persistent Node.js.
 func (h *Handler) nodeExec(w http.ResponseWriter, r *http.Request) error {
-	return h.runInterpreter(w, r, h.sess.node)
+	return h.runInterpreter(w, r, h.sess.node, true)
 }
 
 func (h *Handler) nodeReset(w http.ResponseWriter, _ *http.Request) error {
@@ -395,7 +395,9 @@ func (h *Handler) nodeStatus(w http.ResponseWriter, _ *http.Request) error {
 
 // runInterpreter serves an exec: one JSON answer, or, to a request that
 // accepts application/x-ndjson, the output as it comes (interpreter_stream.go).
-func (h *Handler) runInterpreter(w http.ResponseWriter, r *http.Request, in *interpreter) error {
+// With strict, a timeout outside 1..MaxInterpreterTimeout is refused (422),
+// as exec's is; without, it is clamped, as the reference clamps Python's.
+func (h *Handler) runInterpreter(w http.ResponseWriter, r *http.Request, in *interpreter, strict bool) error {
 	var req cellRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -404,10 +406,17 @@ func (h *Handler) runInterpreter(w http.ResponseWriter, r *http.Request, in *int
 		return api.Invalid("code", "code must not be empty", "")
 	}
 	timeout := req.Timeout
-	if timeout == 0 {
+	switch {
+	case timeout == 0:
 		timeout = api.DefaultInterpreterTimeout
+	case strict && (timeout < 1 || timeout > api.MaxInterpreterTimeout):
+		// node-interpreter, which the reference does not have, refuses
+		// as exec and the node_interpreter tool do.
+		return api.Invalid("timeout",
+			fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxInterpreterTimeout, timeout),
+			fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultInterpreterTimeout))
 	}
-	// Clamped, not refused: the reference clamps it to 1..300
+	// Python's is clamped, not refused: the reference clamps it to 1..300
 	// (boxkite-reference.md, POST /interpreter/exec); the tools refuse.
 	timeout = min(max(timeout, 1), api.MaxInterpreterTimeout)
 	if r.Header.Get("Accept") == ndjson {

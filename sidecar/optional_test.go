@@ -126,3 +126,47 @@ func FuzzSplitWords(f *testing.F) {
 		}
 	})
 }
+
+// TestOptionalTimeoutRefused: node-interpreter's timeout outside 1..300 and
+// pty-exec's outside 0.1..120 are refused with 422 naming the field, the
+// range and the default, as exec's and the tools' are; they were clamped
+// (301 ran with 300). Refused before anything starts: no node needed.
+// Python's interpreter keeps the reference's clamp.
+func TestOptionalTimeoutRefused(t *testing.T) {
+	base, _ := newToolServer(t, Options{})
+	for _, tt := range []struct {
+		route, body, msg, hint string
+	}{
+		{
+			"/node-interpreter/exec", `{"code":"1","timeout":301}`,
+			"timeout must be between 1 and 300 seconds, got 301", "omit timeout for the default of 30 seconds",
+		},
+		{
+			"/node-interpreter/exec", `{"code":"1","timeout":-1}`,
+			"timeout must be between 1 and 300 seconds, got -1", "omit timeout for the default of 30 seconds",
+		},
+		{
+			"/pty-exec", `{"command":"true","timeout_seconds":121}`,
+			"timeout_seconds must be between 0.1 and 120 seconds, got 121", "omit timeout_seconds for the default of 30 seconds",
+		},
+		{
+			"/pty-exec", `{"command":"true","timeout_seconds":0.05}`,
+			"timeout_seconds must be between 0.1 and 120 seconds, got 0.05", "omit timeout_seconds for the default of 30 seconds",
+		},
+		{
+			"/pty-exec", `{"command":"true","timeout_seconds":-3}`,
+			"timeout_seconds must be between 0.1 and 120 seconds, got -3", "omit timeout_seconds for the default of 30 seconds",
+		},
+	} {
+		var env api.ErrorEnvelope
+		doJSON(t, "POST", base+tt.route, tt.body, http.StatusUnprocessableEntity, &env)
+		want := &api.Error{Code: api.CodeValidation, Message: tt.msg, Hint: tt.hint}
+		if env.Error == nil || env.Error.Code != want.Code || env.Error.Message != want.Message || env.Error.Hint != want.Hint {
+			t.Errorf("%s %s: %+v, want %+v", tt.route, tt.body, env.Error, want)
+		}
+	}
+	// In range, and Python's out of range (clamped), still run.
+	var res api.PTYExecResult
+	doJSON(t, "POST", base+"/pty-exec", `{"command":"true","timeout_seconds":120}`, http.StatusOK, &res)
+	doJSON(t, "POST", base+"/interpreter/exec", `{"code":"1","timeout":301}`, http.StatusOK, nil)
+}

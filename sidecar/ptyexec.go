@@ -46,12 +46,17 @@ func (h *Handler) ptyExec(w http.ResponseWriter, r *http.Request) error {
 		return api.Invalid("input_bytes", "input_bytes must be base64", "")
 	}
 	timeout := req.TimeoutSeconds
-	if timeout == 0 {
+	switch {
+	case timeout == 0:
 		timeout = api.DefaultPTYTimeout
+	case timeout < api.MinPTYTimeout || timeout > api.MaxPTYTimeout:
+		// Refused, where the reference clamps it to 0.1..120
+		// (boxkite-reference.md, POST /pty-exec): as exec and the pty_exec
+		// tool refuse theirs, so a caller learns the limit.
+		return api.Invalid("timeout_seconds",
+			fmt.Sprintf("timeout_seconds must be between %g and %g seconds, got %g", api.MinPTYTimeout, api.MaxPTYTimeout, timeout),
+			fmt.Sprintf("omit timeout_seconds for the default of %g seconds", api.DefaultPTYTimeout))
 	}
-	// Clamped, not refused: the reference clamps it to 0.1..120
-	// (boxkite-reference.md, POST /pty-exec); the pty_exec tool refuses.
-	timeout = min(max(timeout, api.MinPTYTimeout), api.MaxPTYTimeout)
 	path, err := lookPath(h.env, argv[0])
 	if err != nil {
 		code := 127

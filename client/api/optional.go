@@ -17,7 +17,7 @@ const (
 type PTYExecRequest struct {
 	Command        string  `json:"command"`
 	InputBytes     string  `json:"input_bytes,omitempty"`
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"` // 0.1..120; default 30
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"` // 0.1..120, else 422; default 30
 }
 
 // PTYExecResult is pty-exec's answer: what the terminal showed (at most

@@ -135,7 +135,8 @@ type KillAllResult struct {
 	Killed int `json:"killed"`
 }
 
-// Interpreter timeouts, in seconds; requests outside the range are clamped.
+// Interpreter timeouts, in seconds; requests outside the range are clamped
+// by the Python interpreter and refused by the Node.js one.
 const (
 	DefaultInterpreterTimeout = 30
 	MaxInterpreterTimeout     = 300
@@ -150,7 +151,7 @@ const MaxInterpreterOutput = 256 << 10
 // InterpreterExecRequest is the body of POST /interpreter/exec.
 type InterpreterExecRequest struct {
 	Code    string `json:"code"`
-	Timeout int    `json:"timeout,omitempty"` // seconds; 0 means the default, clamped to 1..MaxInterpreterTimeout
+	Timeout int    `json:"timeout,omitempty"` // seconds; 0 means the default; 1..MaxInterpreterTimeout, clamped by Python's, refused (422) by Node.js's
 }
 
 // InterpreterExecResult is the answer to POST /interpreter/exec.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
@@ -99,6 +101,11 @@ func (s *Service) put(w http.ResponseWriter, r *http.Request) error {
 		return allowlist.RulesError(api.CodeInvalidRules, fmt.Sprintf("request body is not an allowlist: %v", err),
 			`send {"rules": ["ls", {"command": "curl", "args_allow": ["^https://"], "args_deny": ["--upload-file"]}]}`)
 	}
+	if len(req.Rules) == 0 {
+		if err := unknownFields(body); err != nil {
+			return err
+		}
+	}
 	if _, err := allowlist.Compile(req.Rules); err != nil {
 		return err
 	}
@@ -120,4 +127,33 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// unknownFields refuses a PUT body without rules that has other keys,
+// naming them: {"allowed_commands": [...]} (a guess after the route's
+// name, or a typo) would otherwise be refused as needing at least one rule, with
+// nothing to say the key was wrong. Unknown keys beside rules are ignored,
+// as every route ignores them.
+func unknownFields(body []byte) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return nil // not an object: Compile's refusal says what to send
+	}
+	var names []string
+	for k := range fields {
+		if !strings.EqualFold(k, "rules") { // as encoding/json matches it
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	what := "field"
+	if len(names) > 1 {
+		what = "fields"
+	}
+	return allowlist.RulesError(api.CodeInvalidRules,
+		fmt.Sprintf("the allowlist needs at least one rule, under rules; unknown %s %s", what, strings.Join(names, ", ")),
+		`send {"rules": ["ls", {"command": "curl", "args_allow": ["^https://api\\.example\\.com/"]}]}, or DELETE to allow everything`)
 }

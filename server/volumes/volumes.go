@@ -164,7 +164,8 @@ func (s *Service) deleteVolume(w http.ResponseWriter, r *http.Request) error {
 }
 
 // volumeInUse is the refusal to delete a mounted volume; its hint names
-// the sandboxes that mount it (a paused one is not in the active list).
+// the sandboxes that mount it, paused ones too (the store keeps a paused
+// sandbox's status column 'active').
 func volumeInUse(id string, err error) *api.Error {
 	hint := "delete the sandboxes that mount it first"
 	var inUse *model.VolumeInUseError
