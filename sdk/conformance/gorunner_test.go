@@ -163,6 +163,34 @@ var goCalls = map[string]goCall{
 		events = append(events, api.ExecEvent{Type: "exit", ExitCode: res.ExitCode, DurationMS: res.DurationMS})
 		return map[string]any{"events": events}, nil
 	},
+	"sandbox.exec_signal": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		// Ctrl-C: signal once the command printed, read the stream to its end.
+		var (
+			execID   string
+			events   []api.ExecEvent
+			signaled *api.ExecSignalResult
+		)
+		after, _ := a["after_exit"].(bool)
+		res, err := c.ExecStreamStarted(ctx, a.s("id"), api.ExecRequest{Command: a.s("command")}, func(id string) { execID = id }, func(e api.ExecEvent) error {
+			events = append(events, e)
+			if !after && signaled == nil && e.Type == "stdout" {
+				var err error
+				signaled, err = c.SignalExec(ctx, a.s("id"), execID, a.s("signal"))
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, api.ExecEvent{Type: "exit", ExitCode: res.ExitCode, DurationMS: res.DurationMS})
+		if after {
+			if signaled, err = c.SignalExec(ctx, a.s("id"), execID, a.s("signal")); err != nil {
+				return nil, err
+			}
+		}
+		return map[string]any{"exec_id": execID, "signaled": signaled, "events": events}, nil
+	},
 	"sandbox.stats": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.SandboxStats(ctx, a.s("id"))
 	},

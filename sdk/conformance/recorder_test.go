@@ -33,9 +33,7 @@ var notCalled = map[string]string{
 	"GET /openapi.json": "the document itself; TestTypeScriptTypesFresh reads it",
 	"GET /v1/sandboxes/{id}/exec/interactive": "a WebSocket: the SDKs speak HTTP only (Node 20, Python's standard library and ureq have no WebSocket client); " +
 		"the Go client's StartInteractive is tested in client/ and cmd/boxkite",
-	"GET /v1/sandboxes/{id}/takeover": "a WebSocket to the terminal, for people (boxkite attach, the bastion), not for SDKs",
-	"POST /v1/sandboxes/{id}/exec/{exec_id}/signal": "Ctrl-C for a streamed exec (X-Exec-Id), which boxkite exec sends; the SDKs' exec streams do not expose the id yet. " +
-		"The Go client's SignalExec is tested in sidecar/ and cmd/boxkite (TestRealSandbox/exec_and_Ctrl-C)",
+	"GET /v1/sandboxes/{id}/takeover":                        "a WebSocket to the terminal, for people (boxkite attach, the bastion), not for SDKs",
 	"POST /v1/organizations":                                 pendingOrgs,
 	"GET /v1/organizations":                                  pendingOrgs,
 	"POST /v1/organizations/accept-invite":                   pendingOrgs,

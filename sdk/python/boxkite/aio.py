@@ -53,6 +53,10 @@ class AsyncStream:
         """ExecStream.wait, in a thread."""
         return await asyncio.to_thread(self._stream.wait)
 
+    async def signal(self, signal: str = "SIGINT") -> Any:
+        """ExecStream.signal (Ctrl-C for a streamed exec), in a thread."""
+        return await asyncio.to_thread(self._stream.signal, signal)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 

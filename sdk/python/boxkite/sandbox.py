@@ -32,10 +32,17 @@ class ExecStream:
     "data"}`` while the command runs, then ``{"type": "exit", "exit_code",
     "duration_ms", …}``. An ``error`` event (the sandbox was lost mid-exec)
     is raised as a BoxkiteError. After the loop, ``result`` holds the exit
-    event and ``stdout``/``stderr`` the collected output."""
+    event and ``stdout``/``stderr`` the collected output.
 
-    def __init__(self, events: Iterator[dict]) -> None:
+    While it runs, ``signal("SIGINT")`` is Ctrl-C: the command's process
+    group gets the signal, and the stream ends as the command does.
+    ``exec_id`` is the id the answer's X-Exec-Id header named ("" from a
+    server or sidecar older than it)."""
+
+    def __init__(self, events: Iterator[dict], exec_id: str = "", sandbox: Optional["Sandbox"] = None) -> None:
         self._events = events
+        self.exec_id = exec_id
+        self._sandbox = sandbox
         self.result: Optional[dict] = None
         self._out: List[str] = []
         self._err: List[str] = []
@@ -70,6 +77,19 @@ class ExecStream:
         for _ in self:
             pass
         return dict(self.result or {}, stdout=self.stdout, stderr=self.stderr)
+
+    def signal(self, signal: str = "SIGINT") -> dict:
+        """Send signal (SIGINT, SIGTERM, SIGHUP or SIGKILL) to the command's
+        process group while it runs; how the command takes it shows in the
+        exit event. A command that ended is a not_found BoxkiteError; a
+        server too old to name its streamed execs is server_too_old."""
+        if self._sandbox is None or not self.exec_id:
+            raise errors.BoxkiteError(
+                code=errors.CODE_SERVER_TOO_OLD,
+                message="this exec stream has no id to signal it by (no X-Exec-Id header)",
+                hint="upgrade the boxkite server (and recreate the sandbox, for its sidecar) to signal a streamed exec",
+            )
+        return self._sandbox.signal_exec(self.exec_id, signal)
 
 
 class Files:
@@ -551,4 +571,11 @@ class Sandbox:
             "POST", self._path("/exec"), json=body, headers={"Accept": "application/x-ndjson"},
             stream=True, stream_types=NDJSON_TYPES, timeout=(timeout or DEFAULT_EXEC_TIMEOUT) + EXEC_MARGIN,
         )
-        return ExecStream(ndjson(resp))
+        return ExecStream(ndjson(resp), resp.headers.get("X-Exec-Id") or "", self)
+
+    def signal_exec(self, exec_id: str, signal: str = "SIGINT") -> dict:
+        """Send signal (SIGINT, SIGTERM, SIGHUP or SIGKILL) to the process
+        group of the streamed exec exec_id (ExecStream.exec_id) while it
+        runs; ExecStream.signal is the same. A command that ended is a
+        not_found BoxkiteError."""
+        return self._post(f"/exec/{quote(exec_id)}/signal", {"signal": signal})

@@ -54,6 +54,19 @@ def follow(sb, a):
     return {"entries": out}
 
 
+def exec_signal(sb, a):
+    # Ctrl-C: signal once the command printed, read the stream to its end.
+    stream = sb.exec_stream(a["command"])
+    events, signaled = [], None
+    for ev in stream:
+        events.append(ev)
+        if not a.get("after_exit") and signaled is None and ev.get("type") == "stdout":
+            signaled = stream.signal(a["signal"])
+    if a.get("after_exit"):
+        signaled = stream.signal(a["signal"])
+    return {"exec_id": stream.exec_id, "signaled": signaled, "events": events}
+
+
 def calls(bk):
     sb = lambda a: bk.sandbox(a["id"])  # noqa: E731
     return {
@@ -130,6 +143,7 @@ def calls(bk):
         "snapshots.restore": lambda a: bk.snapshots.restore(a["snapshot_id"], label=a.get("label")).data,
         "sandbox.exec": lambda a: sb(a).exec(a["command"], timeout=a.get("timeout"), stdin=a.get("stdin"), cwd=a.get("cwd"), env=a.get("env")),
         "sandbox.exec_stream": lambda a: {"events": list(sb(a).exec_stream(a["command"], timeout=a.get("timeout")))},
+        "sandbox.exec_signal": lambda a: exec_signal(sb(a), a),
         "sandbox.stats": lambda a: sb(a).stats(),
         "files.write": lambda a: sb(a).files.write(a["path"], a["content"]),
         "files.view": lambda a: sb(a).files.view(a["path"]),

@@ -227,6 +227,17 @@ class RunToolTest(unittest.TestCase):
         self.assertEqual(ran, [600, 5, 120])
 
 
+class ExecStreamSignalTest(unittest.TestCase):
+    def test_no_exec_id_is_server_too_old(self):
+        # A server or sidecar older than X-Exec-Id names no exec: signal
+        # says so instead of posting to a route that is not there.
+        stream = boxkite.ExecStream(iter([]), "", None)
+        with self.assertRaises(boxkite.BoxkiteError) as cm:
+            stream.signal()
+        self.assertEqual(cm.exception.code, "server_too_old")
+        self.assertIn("upgrade", cm.exception.hint)
+
+
 class RetryTest(unittest.TestCase):
     def test_retryable(self):
         def err(status, code, details=None, retry_after=None):
@@ -270,6 +281,17 @@ class LiveTest(unittest.TestCase):
                 events = [ev async for ev in stream]
                 self.assertEqual(events[-1]["type"], "exit")
                 self.assertEqual((stream.stdout, stream.stderr), ("one\n", "two\n"))
+                # Ctrl-C: the command's trap runs and its exit code ends the stream.
+                stream = await sb.exec_stream("trap 'echo caught; exit 5' INT; echo ready; while :; do sleep 0.1; done")
+                self.assertNotEqual(stream.exec_id, "")
+                signaled = None
+                async for ev in stream:
+                    if signaled is None and ev["type"] == "stdout":
+                        signaled = await stream.signal("SIGINT")
+                self.assertEqual(signaled, {"exec_id": stream.exec_id, "signal": "SIGINT"})
+                self.assertEqual((stream.stdout, stream.exit_code), ("ready\ncaught\n", 5))
+                with self.assertRaises(boxkite.NotFoundError):
+                    await stream.signal("SIGINT")
                 res = await sb.exec("echo hi")
                 self.assertEqual(res["stdout"], "hi\n")
                 await sb.files.upload("x.bin", b"\x00\x01")

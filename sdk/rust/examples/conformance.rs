@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use boxkite::{Client, CreateSandbox, Error, ExecOptions};
+use boxkite::{Client, CreateSandbox, Error, ExecEvent, ExecOptions};
 use serde_json::{json, Value};
 
 fn resolve(v: &Value, saved: &HashMap<String, Value>) -> Value {
@@ -182,6 +182,24 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
         "sandbox.exec_stream" => {
             let events: Result<Vec<_>, Error> = sb().exec_stream(&s(a, "command"))?.collect();
             json!({ "events": events? })
+        }
+        "sandbox.exec_signal" => {
+            // Ctrl-C: signal once the command printed, read the stream to its end.
+            let mut stream = sb().exec_stream(&s(a, "command"))?;
+            let after = a["after_exit"].as_bool().unwrap_or(false);
+            let (mut events, mut signaled) = (Vec::new(), Value::Null);
+            while let Some(ev) = stream.next() {
+                let ev = ev?;
+                let stdout = matches!(ev, ExecEvent::Stdout { .. });
+                events.push(ev);
+                if !after && signaled.is_null() && stdout {
+                    signaled = stream.signal(&s(a, "signal"))?;
+                }
+            }
+            if after {
+                signaled = stream.signal(&s(a, "signal"))?;
+            }
+            json!({ "exec_id": stream.exec_id, "signaled": signaled, "events": events })
         }
         "sandbox.stats" => sb().stats()?,
         "files.write" => sb().files().write(&s(a, "path"), &s(a, "content"))?,

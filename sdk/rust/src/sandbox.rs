@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result, CODE_CONNECTION};
+use crate::error::{Error, Result, CODE_CONNECTION, CODE_SERVER_TOO_OLD};
 use crate::http::{seg, Body, Req, Transport, NDJSON_TYPES, SSE_TYPES};
 use crate::stream::{Ndjson, Sse};
 use crate::{ExecEvent, ExecResult, LogEntry, LogPage, SandboxInfo};
@@ -218,7 +218,23 @@ impl Sandbox {
 
     pub fn exec_stream_with(&self, command: &str, o: &ExecOptions) -> Result<ExecStream> {
         let resp = self.t.send(Req::new("POST", self.path("/exec")).json(o.body(command)).header("Accept", "application/x-ndjson").stream_types(NDJSON_TYPES).timeout(Some(o.wait())))?;
-        Ok(ExecStream { events: Ndjson::new(Box::new(resp.into_reader())), result: None, stdout: String::new(), stderr: String::new() })
+        let exec_id = resp.header("X-Exec-Id").unwrap_or("").to_string();
+        Ok(ExecStream {
+            events: Ndjson::new(Box::new(resp.into_reader())),
+            exec_id,
+            sb: self.clone(),
+            result: None,
+            stdout: String::new(),
+            stderr: String::new(),
+        })
+    }
+
+    /// Sends signal ("SIGINT", "SIGTERM", "SIGHUP" or "SIGKILL") to the
+    /// process group of the streamed exec exec_id (`ExecStream::exec_id`)
+    /// while it runs; `ExecStream::signal` is the same. A command that
+    /// ended is a not_found Error.
+    pub fn signal_exec(&self, exec_id: &str, signal: &str) -> Result<Value> {
+        self.post(&format!("/exec/{}/signal", seg(exec_id)), json!({ "signal": signal }))
     }
 
     pub fn files(&self) -> Files<'_> {
@@ -325,14 +341,35 @@ impl Sandbox {
 /// The events of a streamed exec: stdout and stderr while the command runs,
 /// then its exit. An error event (the sandbox was lost mid-exec) comes out
 /// as an Err. After the loop, `result`, `stdout` and `stderr` hold what came.
+/// While it runs, `signal("SIGINT")` is Ctrl-C: the command's process group
+/// gets the signal, and the stream ends as the command does.
 pub struct ExecStream {
     events: Ndjson<ExecEvent>,
+    /// The id the answer's X-Exec-Id header named ("" from a server or
+    /// sidecar older than it), which `signal` uses.
+    pub exec_id: String,
+    sb: Sandbox,
     pub result: Option<ExecEvent>,
     pub stdout: String,
     pub stderr: String,
 }
 
 impl ExecStream {
+    /// Sends signal ("SIGINT", "SIGTERM", "SIGHUP" or "SIGKILL") to the
+    /// command's process group while it runs; how the command takes it
+    /// shows in the exit event. A command that ended is a not_found Error;
+    /// a server too old to name its streamed execs is server_too_old.
+    pub fn signal(&self, signal: &str) -> Result<Value> {
+        if self.exec_id.is_empty() {
+            return Err(Error::new(
+                CODE_SERVER_TOO_OLD,
+                "this exec stream has no id to signal it by (no X-Exec-Id header)",
+                "upgrade the boxkite server (and recreate the sandbox, for its sidecar) to signal a streamed exec",
+            ));
+        }
+        self.sb.signal_exec(&self.exec_id, signal)
+    }
+
     /// The exit code, once the exit event has come.
     pub fn exit_code(&self) -> Option<i64> {
         match self.result {
@@ -714,5 +751,21 @@ impl Iterator for Follow {
                 Err(e) => return Some(Err(e)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_without_exec_id_is_server_too_old() {
+        // A server or sidecar older than X-Exec-Id names no exec: signal
+        // says so instead of posting to a route that is not there.
+        let sb = crate::Client::new("http://127.0.0.1:1", "k").sandbox("sbx_x");
+        let stream = ExecStream { events: Ndjson::new(Box::new(std::io::empty())), exec_id: String::new(), sb, result: None, stdout: String::new(), stderr: String::new() };
+        let err = stream.signal("SIGINT").unwrap_err();
+        assert_eq!(err.code, CODE_SERVER_TOO_OLD);
+        assert!(err.hint.contains("upgrade"), "{}", err.hint);
     }
 }

@@ -1,6 +1,6 @@
 /** The {@link Sandbox} handle: exec, files, processes, audit log. */
 
-import { BoxkiteError, CODE_CONNECTION } from "./errors.js";
+import { BoxkiteError, CODE_CONNECTION, CODE_SERVER_TOO_OLD } from "./errors.js";
 import { type Body, type Transport, NDJSON_TYPES, SSE_TYPES, newIdempotencyKey, seg } from "./http.js";
 import { eventError, ndjson, sse } from "./streams.js";
 import type {
@@ -14,6 +14,8 @@ import type {
   BrowserScreenshotResult,
   ExecEvent,
   ExecResult,
+  ExecSignal,
+  ExecSignalResult,
   FileCreateResult,
   FileWriteResult,
   GlobResult,
@@ -93,13 +95,40 @@ function execBody(command: string, o: ExecOptions): Record<string, unknown> {
  * command runs, then `{type: "exit", exit_code, duration_ms, …}`. An error
  * event (the sandbox was lost mid-exec) is thrown as a BoxkiteError. After
  * the loop, `result` is the exit event and `stdout`/`stderr` the output.
+ * While it runs, `signal("SIGINT")` is Ctrl-C: the command's process group
+ * gets the signal, and the stream ends as the command does.
  */
 export class ExecStream implements AsyncIterable<ExecEvent> {
   result?: Extract<ExecEvent, { type: "exit" }>;
   stdout = "";
   stderr = "";
 
-  constructor(private readonly events: AsyncGenerator<ExecEvent>) {}
+  /**
+   * @param execId the id the answer's X-Exec-Id header named ("" from a
+   *   server or sidecar older than it), which {@link ExecStream.signal} uses.
+   */
+  constructor(
+    private readonly events: AsyncGenerator<ExecEvent>,
+    readonly execId = "",
+    private readonly sb?: Sandbox,
+  ) {}
+
+  /**
+   * Sends signal (default SIGINT) to the command's process group while it
+   * runs; how the command takes it shows in the exit event. A command that
+   * ended is a `not_found` BoxkiteError; a server too old to name its
+   * streamed execs is `server_too_old`.
+   */
+  async signal(signal: ExecSignal = "SIGINT"): Promise<ExecSignalResult> {
+    if (!this.sb || !this.execId) {
+      throw new BoxkiteError({
+        code: CODE_SERVER_TOO_OLD,
+        message: "this exec stream has no id to signal it by (no X-Exec-Id header)",
+        hint: "upgrade the boxkite server (and recreate the sandbox, for its sidecar) to signal a streamed exec",
+      });
+    }
+    return this.sb.signalExec(this.execId, signal);
+  }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<ExecEvent> {
     for await (const ev of this.events) {
@@ -596,6 +625,15 @@ export class Sandbox {
       timeoutMs: (o.timeout ?? DEFAULT_EXEC_TIMEOUT_S) * 1000 + EXEC_MARGIN_MS,
       signal: o.signal,
     });
-    return new ExecStream(ndjson<ExecEvent>(resp.body));
+    return new ExecStream(ndjson<ExecEvent>(resp.body), resp.headers.get("X-Exec-Id") ?? "", this);
+  }
+
+  /**
+   * Sends signal to the process group of the streamed exec execId
+   * ({@link ExecStream.execId}) while it runs; {@link ExecStream.signal}
+   * is the same. A command that ended is a `not_found` BoxkiteError.
+   */
+  signalExec(execId: string, signal: ExecSignal = "SIGINT"): Promise<ExecSignalResult> {
+    return this.post(`/exec/${seg(execId)}/signal`, { signal });
   }
 }

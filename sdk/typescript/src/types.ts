@@ -23,6 +23,9 @@ export type CreatePreviewRequest = S["CreatePreviewRequest"];
 export type CreateSandboxRequest = S["CreateSandboxRequest"];
 export type ExecRequest = S["ExecRequest"];
 export type ExecResult = S["ExecResult"];
+export type ExecSignalResult = S["ExecSignalResult"];
+/** The signals ExecStream.signal sends a streamed exec's process group. */
+export type ExecSignal = "SIGINT" | "SIGTERM" | "SIGHUP" | "SIGKILL";
 export type FileCreateResult = S["FileCreateResult"];
 export type FileWriteResult = S["FileWriteResult"];
 export type GlobResult = S["GlobResult"];

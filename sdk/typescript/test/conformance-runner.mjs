@@ -109,6 +109,18 @@ function calls(bk) {
     "snapshots.restore": async (a) => (await bk.snapshots.restore(a.snapshot_id, { label: a.label })).data,
     "sandbox.exec": (a) => sb(a).exec(a.command, { timeout: a.timeout, stdin: a.stdin, cwd: a.cwd, env: a.env }),
     "sandbox.exec_stream": async (a) => ({ events: await collect(await sb(a).execStream(a.command, { timeout: a.timeout })) }),
+    "sandbox.exec_signal": async (a) => {
+      // Ctrl-C: signal once the command printed, read the stream to its end.
+      const stream = await sb(a).execStream(a.command);
+      const events = [];
+      let signaled = null;
+      for await (const ev of stream) {
+        events.push(ev);
+        if (!a.after_exit && !signaled && ev.type === "stdout") signaled = await stream.signal(a.signal);
+      }
+      if (a.after_exit) signaled = await stream.signal(a.signal);
+      return { exec_id: stream.execId, signaled, events };
+    },
     "sandbox.stats": (a) => sb(a).stats(),
     "files.write": (a) => sb(a).files.write(a.path, a.content),
     "files.view": (a) => sb(a).files.view(a.path),

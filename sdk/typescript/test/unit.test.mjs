@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { BoxkiteError, TOOL_DEFINITIONS, runTool, toAnthropicTools, toOpenAITools } from "../dist/index.js";
+import { BoxkiteError, ExecStream, TOOL_DEFINITIONS, runTool, toAnthropicTools, toOpenAITools } from "../dist/index.js";
 import { errorFrom, nextCursor, parseRetryAfter, retryable } from "../dist/http.js";
 import { tooOld, versionTuple } from "../dist/version.js";
 
@@ -61,6 +61,17 @@ test("errors: an answer that is not boxkite's JSON is bad_response, without its 
   assert.equal(empty.code, "not_found");
   const env = await errorFrom(new Response('{"error":{"code":"not_found","message":"no x"}}', { status: 404, headers: { "Content-Type": "application/json" } }), "http://x");
   assert.equal(env.code, "not_found");
+});
+
+test("ExecStream.signal: a stream without X-Exec-Id (an older server) is server_too_old, not a request", async () => {
+  const stream = new ExecStream((async function* () {})());
+  assert.equal(stream.execId, "");
+  await assert.rejects(stream.signal(), (err) => {
+    assert.ok(err instanceof BoxkiteError);
+    assert.equal(err.code, "server_too_old");
+    assert.match(err.hint, /upgrade/);
+    return true;
+  });
 });
 
 test("nextCursor: the cursor of the rel=next Link, none on the last page", () => {
