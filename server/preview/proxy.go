@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 )
@@ -178,7 +180,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, t target) error 
 			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil,
 		})
 		q.Del(api.PreviewTokenParam)
-		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !isUpgrade(r) {
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !wantsUpgrade(r) {
 			// The token leaves the address bar (and Referer) at once. Not
 			// from a WebSocket handshake: no WebSocket client follows a
 			// redirect, and none has an address bar; it is proxied with
@@ -207,23 +209,6 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, t target) error 
 // maxPreviewCookies bounds the boxkite_preview cookies of one request
 // that are looked up.
 const maxPreviewCookies = 4
-
-// isUpgrade reports whether r asks to switch protocols (a WebSocket
-// handshake): its Connection header lists "upgrade" and it names an
-// Upgrade.
-func isUpgrade(r *http.Request) bool {
-	if r.Header.Get("Upgrade") == "" {
-		return false
-	}
-	for _, v := range r.Header.Values("Connection") {
-		for tok := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // proxy returns the reverse proxy of one request: to the sidecar's
 // /preview/{port}/ with the token taken out of the query and the cookies.
@@ -347,4 +332,11 @@ func (l *limiter) allow(rec *Record, perSandbox, perAccount int) error {
 	l.counts[sk]++
 	l.counts[ak]++
 	return nil
+}
+
+// wantsUpgrade reports whether r asks to switch protocols (a WebSocket
+// handshake): it names an Upgrade and its Connection header lists
+// "upgrade", read as net/http reads it (httpguts).
+func wantsUpgrade(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" && httpguts.HeaderValuesContainsToken(r.Header["Connection"], "upgrade")
 }
