@@ -11,6 +11,9 @@ import (
 // (which a 64-bit compare of the family let through, and the kernel reads
 // as AF_VSOCK) and AF_INET, which must keep working, a line each: the
 // family in hex and the errno's name, or "ok" ("0x28 EPERM", "0x2 ok").
+// Then AF_NETLINK sockets of the protocols NETLINK_KOBJECT_UEVENT, it with a
+// high bit set, and NETLINK_ROUTE, which must keep working: "netlink", the
+// protocol in hex and the outcome ("netlink 0xf EPERM", "netlink 0x0 ok").
 func Probe() string {
 	var b strings.Builder
 	for _, fam := range []uint64{unix.AF_VSOCK, unix.AF_VSOCK | 1<<32, unix.AF_INET} {
@@ -22,6 +25,16 @@ func Probe() string {
 			unix.Close(int(fd))
 		}
 		fmt.Fprintf(&b, "%#x %s\n", fam, res)
+	}
+	for _, proto := range []uint64{unix.NETLINK_KOBJECT_UEVENT, unix.NETLINK_KOBJECT_UEVENT | 1<<32, unix.NETLINK_ROUTE} {
+		fd, _, errno := unix.RawSyscall(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_DGRAM, uintptr(proto))
+		res := "ok"
+		if errno != 0 {
+			res = unix.ErrnoName(errno)
+		} else {
+			unix.Close(int(fd))
+		}
+		fmt.Fprintf(&b, "netlink %#x %s\n", proto, res)
 	}
 	return b.String()
 }
