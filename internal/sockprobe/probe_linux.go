@@ -17,24 +17,21 @@ import (
 func Probe() string {
 	var b strings.Builder
 	for _, fam := range []uint64{unix.AF_VSOCK, unix.AF_VSOCK | 1<<32, unix.AF_INET} {
-		fd, _, errno := unix.RawSyscall(unix.SYS_SOCKET, uintptr(fam), unix.SOCK_STREAM, 0)
-		res := "ok"
-		if errno != 0 {
-			res = unix.ErrnoName(errno)
-		} else {
-			unix.Close(int(fd))
-		}
-		fmt.Fprintf(&b, "%#x %s\n", fam, res)
+		fmt.Fprintf(&b, "%#x %s\n", fam, try(fam, unix.SOCK_STREAM, 0))
 	}
 	for _, proto := range []uint64{unix.NETLINK_KOBJECT_UEVENT, unix.NETLINK_KOBJECT_UEVENT | 1<<32, unix.NETLINK_ROUTE} {
-		fd, _, errno := unix.RawSyscall(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_DGRAM, uintptr(proto))
-		res := "ok"
-		if errno != 0 {
-			res = unix.ErrnoName(errno)
-		} else {
-			unix.Close(int(fd))
-		}
-		fmt.Fprintf(&b, "netlink %#x %s\n", proto, res)
+		fmt.Fprintf(&b, "netlink %#x %s\n", proto, try(unix.AF_NETLINK, unix.SOCK_DGRAM, proto))
 	}
 	return b.String()
+}
+
+// try makes a socket through the raw syscall and closes it: "ok", or the
+// errno's name.
+func try(family, typ, proto uint64) string {
+	fd, _, errno := unix.RawSyscall(unix.SYS_SOCKET, uintptr(family), uintptr(typ), uintptr(proto))
+	if errno != 0 {
+		return unix.ErrnoName(errno)
+	}
+	unix.Close(int(fd))
+	return "ok"
 }
