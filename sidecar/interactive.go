@@ -95,6 +95,7 @@ func (h *Handler) execInteractive(w http.ResponseWriter, r *http.Request) error 
 		return nil
 	}
 	h.oomFirst(cmd.Process.Pid)
+	p.group.started(cmd.Process.Pid)
 	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 
 	var writeMu sync.Mutex // frames from the output pumps and the exit frame
@@ -116,7 +117,7 @@ func (h *Handler) execInteractive(w http.ResponseWriter, r *http.Request) error 
 	go p.feed(ctx, conn, cancel)
 
 	waitDone := make(chan struct{})
-	go func() { _ = waitCmd(cmd); close(waitDone) }()
+	go func() { _ = waitCmd(cmd); p.group.ended(); close(waitDone) }()
 	select {
 	case <-waitDone:
 	case <-ctx.Done(): // the control plane hung up
@@ -238,6 +239,7 @@ type interactiveProc struct {
 	stdin   *os.File          // what stdin frames are written to
 	outputs map[byte]*os.File // by stream
 	inOnce  sync.Once
+	group   runningExec // the command's process group, for signal frames
 }
 
 // startInteractive starts cmd on a PTY or on pipes.
@@ -313,6 +315,12 @@ func (p *interactiveProc) feed(ctx context.Context, conn *websocket.Conn, cancel
 			case api.InteractiveEOF:
 				if p.tty == nil {
 					p.closeInput()
+				}
+			case api.InteractiveSignal:
+				// An unknown name is dropped, as sshd drops a signal
+				// request it does not know.
+				if sig, ok := execSignals[c.Name]; ok {
+					p.group.signal(sig)
 				}
 			case api.InteractiveResize:
 				if p.tty != nil && c.Cols >= 1 && c.Cols <= ptyMaxSize && c.Rows >= 1 && c.Rows <= ptyMaxSize {

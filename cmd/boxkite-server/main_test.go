@@ -46,6 +46,7 @@ max_storage_gb = 7.5
 reaper_interval = "5s"
 state_dir = "/from/file"
 host-users = true
+volume-storage-class = "fast"
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ host-users = true
 				listen: "127.0.0.1:3333", db: "sqlite:/from/file/boxkite.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 4, reaperInterval: 5 * time.Second, preparedPool: defaultPreparedPool,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage, pullPolicy: "IfNotPresent", hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, pullPolicy: "IfNotPresent", hostUsers: true, volumeClass: "fast", console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
 				storage: defaultStorage, takeoverFlush: server.DefaultTakeoverFlush,
 			},
 		},
@@ -90,7 +91,7 @@ host-users = true
 				listen: "127.0.0.1:1111", db: "sqlite:/x.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 3, reaperInterval: 5 * time.Second, warmPool: defaultWarmPool, preparedPool: defaultPreparedPool,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage, pullPolicy: "IfNotPresent", hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, pullPolicy: "IfNotPresent", hostUsers: true, volumeClass: "fast", console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
 				storage: defaultStorage, takeoverFlush: server.DefaultTakeoverFlush,
 			},
 		},
