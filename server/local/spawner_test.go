@@ -28,12 +28,7 @@ import (
 // the helper's socket, and a helper that died is started again by the
 // next create.
 func TestSpawner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the spawner needs root, as CI has")
-		}
-		t.Skip("the spawner needs root")
-	}
+	needSpawnerRoot(t)
 	t.Parallel()
 	d := newDriver(t)
 	ctx := context.Background()
@@ -102,12 +97,7 @@ func TestSpawner(t *testing.T) {
 // the hands of the sandbox's root. Not parallel: the stray descriptor
 // would reach other tests' children too.
 func TestSpawnerPassesNoStrayDescriptor(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the spawner needs root, as CI has")
-		}
-		t.Skip("the spawner needs root")
-	}
+	needSpawnerRoot(t)
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
 		t.Fatal(err)
@@ -148,12 +138,7 @@ func TestSpawnerPassesNoStrayDescriptor(t *testing.T) {
 // failed with the end of the answer's pipe. The first helper here reads
 // one request and exits; the next is the sidecar.
 func TestSpawnerHelperDiesWithRequest(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the spawner needs root, as CI has")
-		}
-		t.Skip("the spawner needs root")
-	}
+	needSpawnerRoot(t)
 	t.Parallel()
 	d := newDriver(t)
 	// New starts its helper in the background, reading d.spawner: swap it
@@ -227,12 +212,7 @@ func fdTargets(t *testing.T, pid int) []string {
 // started (another sandbox's disk) nor one made after reaches it, and it
 // keeps /proc, /dev and the way to its binary, so jails still start.
 func TestSpawnerMountNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the spawner needs root, as CI has")
-		}
-		t.Skip("the spawner needs root")
-	}
+	needSpawnerRoot(t)
 	t.Parallel()
 	dir := t.TempDir()
 	before, after := filepath.Join(dir, "before"), filepath.Join(dir, "after")
@@ -300,12 +280,7 @@ func mountPointsOf(t *testing.T, pid int) []string {
 // the helper has served a create and settled: every thread asleep in a
 // system call.
 func TestSpawnerWaitsOnPoller(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the spawner needs root, as CI has")
-		}
-		t.Skip("the spawner needs root")
-	}
+	needSpawnerRoot(t)
 	t.Parallel()
 	d := newDriver(t)
 	ctx := context.Background()
@@ -377,4 +352,16 @@ func threadSyscalls(tb testing.TB, pid int) map[int]int {
 		calls[tid] = nr
 	}
 	return calls
+}
+
+// needSpawnerRoot fails the test without root under CI, which has it,
+// and skips it elsewhere: only root starts the spawner's helper.
+func needSpawnerRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the spawner needs root, as CI has")
+		}
+		t.Skip("the spawner needs root")
+	}
 }
