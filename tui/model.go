@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -274,7 +273,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case attachDoneMsg:
 		if msg.err != nil {
-			m.setNote("attach: "+errText(msg.err), true)
+			m.setNote("attach: "+errHinted(msg.err), true)
 		} else {
 			m.setNote("detached from "+msg.id, false)
 		}
@@ -282,7 +281,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case pausedMsg:
 		verb := map[bool]string{false: "paused ", true: "resumed "}[msg.resumed]
 		if msg.err != nil {
-			m.setNote(strings.TrimSpace(verb)+" "+msg.id+": "+errText(msg.err), true)
+			m.setNote(strings.TrimSpace(verb)+" "+msg.id+": "+errHinted(msg.err), true)
 			return m, nil
 		}
 		m.setNote(verb+msg.id, false)
@@ -292,7 +291,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.loadSandboxes()
 	case destroyedMsg:
 		if msg.err != nil {
-			m.setNote(fmt.Sprintf("destroy %s: %v", msg.id, msg.err), true)
+			m.setNote("destroy "+msg.id+": "+errHinted(msg.err), true)
 			return m, nil
 		}
 		m.setNote("destroyed "+msg.id, false)
