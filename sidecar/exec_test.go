@@ -150,6 +150,9 @@ func TestExecRefuses(t *testing.T) {
 			if e.Code != tt.wantCode || !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("POST /exec %s: error %+v, want code %q and a message containing %q", tt.body, e, tt.wantCode, tt.wantMsg)
 			}
+			if e.Hint == "" {
+				t.Errorf("POST /exec %s: error %+v has no hint", tt.body, e)
+			}
 		})
 	}
 }
