@@ -105,7 +105,7 @@ Every sandbox bench creates is deleted at the end, on Ctrl-C too.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.sandboxes, "sandboxes", 10, "sandboxes to create one after another")
-	f.IntVar(&opts.execs, "execs", 20, "execs of `true` to run in each sandbox")
+	f.IntVar(&opts.execs, "execs", 20, "execs of true to run in each sandbox")
 	f.IntVar(&opts.concurrency, "concurrency", 5, "sandboxes to create at once, and exec workers")
 	f.IntVar(&opts.idle, "idle", 0, "then create this many idle sandboxes and check that all answer an exec")
 	f.IntVar(&opts.snapshots, "snapshots", 0, "then this many rounds of pause and resume, a snapshot, fork ×1 and fork ×8 of a sandbox holding 100 MiB")

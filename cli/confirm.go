@@ -2,10 +2,12 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/boxkite/boxkite/client"
 )
@@ -51,7 +53,8 @@ func (c *confirmation) refuseUnattended(app *App, args []string) error {
 	if c.yes || app.IO.InTTY {
 		return nil
 	}
-	example := strings.Join(append([]string{c.cmd.CommandPath()}, quoteArgs(args)...), " ") + " --yes"
+	words := append([]string{c.cmd.CommandPath()}, quoteArgs(args)...)
+	example := strings.Join(append(words, givenFlags(c.cmd)...), " ") + " --yes"
 	return usageErrorf("pass --yes to confirm: "+example,
 		"%s needs confirmation, and stdin is not a terminal to ask on", c.cmd.CommandPath())
 }
@@ -66,7 +69,22 @@ func (c *confirmation) ask(app *App, question string) error {
 		return err
 	}
 	fmt.Fprintf(app.IO.ErrOut, "%s [y/N] ", question)
-	line, _ := bufio.NewReader(app.IO.In).ReadString('\n')
+	// Ctrl-C on the terminal is a SIGINT that main turns into a cancelled
+	// context: the answer is read aside, so that the prompt ends at once
+	// instead of waiting for a line (the reader is left blocked; the
+	// command is over).
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(app.IO.In).ReadString('\n')
+		answer <- line
+	}()
+	var line string
+	select {
+	case line = <-answer:
+	case <-c.context().Done():
+		fmt.Fprintln(app.IO.ErrOut)
+		return c.context().Err()
+	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
 		return nil
@@ -75,6 +93,43 @@ func (c *confirmation) ask(app *App, question string) error {
 		fmt.Fprintln(app.IO.ErrOut) // end the prompt's line (EOF, Ctrl-D)
 	}
 	return &exitStatus{code: exitError, msg: "cancelled: nothing was changed"}
+}
+
+// context is the command's context (cancelled by Ctrl-C).
+func (c *confirmation) context() context.Context {
+	if ctx := c.cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// givenFlags are the flags given to cmd but --yes, as words for a shell,
+// so that the command in a hint does what was asked ("session rm --all").
+// The API key is left out: a hint is no place for it.
+func givenFlags(cmd *cobra.Command) []string {
+	var words []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "yes", "api-key":
+			return
+		}
+		if f.Value.Type() == "bool" {
+			if f.Value.String() == "true" {
+				words = append(words, "--"+f.Name)
+			} else {
+				words = append(words, "--"+f.Name+"=false")
+			}
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				words = append(words, "--"+f.Name, quoteArgs([]string{v})[0])
+			}
+			return
+		}
+		words = append(words, "--"+f.Name, quoteArgs([]string{f.Value.String()})[0])
+	})
+	return words
 }
 
 // quoteArgs quotes the arguments that a shell would split or expand.

@@ -3,11 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -62,6 +64,16 @@ func TestConfirmation(t *testing.T) {
 		{
 			name: "the hint quotes what a shell would split", args: []string{"session", "rm", "my box"}, wantCode: exitUsage,
 			wantErr: []string{"hint: pass --yes to confirm: boxkite session rm 'my box' --yes\n"},
+		},
+		{
+			// Copied as it is, the hint must do what was asked: without
+			// --all, "session rm --yes" would pick the only sandbox.
+			name: "the hint keeps the flags given, but not the API key", args: []string{"session", "rm", "--all", "--api-key", "bxk_live_secret"}, wantCode: exitUsage,
+			wantErr: []string{"hint: pass --yes to confirm: boxkite session rm --all --yes\n"},
+		},
+		{
+			name: "the hint keeps a flag's value, quoted", args: []string{"--context", "my ctx", "volumes", "rm", "v1"}, wantCode: exitUsage,
+			wantErr: []string{"hint: pass --yes to confirm: boxkite volumes rm v1 --context 'my ctx' --yes\n"},
 		},
 		{name: "--yes on a pipe", args: []string{"session", "rm", "one", "--yes"}, wantDelete: []string{"/v1/sandboxes/aaa111"}},
 		{name: "-y on a pipe", args: []string{"volumes", "rm", "v1", "-y"}, wantDelete: []string{"/v1/volumes/v1"}},
@@ -161,4 +173,75 @@ func TestItemList(t *testing.T) {
 			t.Errorf("itemList(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+// TestConfirmInterrupted: Ctrl-C at the prompt ends the command at once
+// (exit 130) and changes nothing. The terminal is in cooked mode, so
+// Ctrl-C is a SIGINT, which main turns into a cancelled context; the
+// prompt must not go on waiting for a line that never comes.
+func TestConfirmInterrupted(t *testing.T) {
+	isolate(t)
+	var deleted sync.Map
+	srv := fakeAPI(t, map[string]http.HandlerFunc{
+		"GET /v1/volumes": replyJSON(200, []api.Volume{{ID: "v1"}}),
+		"DELETE /v1/volumes/{id}": func(w http.ResponseWriter, r *http.Request) {
+			deleted.Store(r.URL.Path, true)
+			w.WriteHeader(http.StatusNoContent)
+		},
+	})
+	t.Setenv(envURL, srv.URL)
+	in, _ := io.Pipe() // a terminal nobody types on
+	prompted := make(chan struct{})
+	errOut := &signalWriter{want: "[y/N] ", seen: prompted}
+	stdio := IO{In: in, Out: &bytes.Buffer{}, ErrOut: errOut, InTTY: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- Execute(ctx, NewRoot(NewApp(stdio, "test")), []string{"volumes", "rm", "v1"}) }()
+	select {
+	case <-prompted:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no prompt; stderr:\n%s", errOut)
+	}
+	cancel() // Ctrl-C
+	select {
+	case code := <-done:
+		if code != exitInterrupted {
+			t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitInterrupted, errOut)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still asking after Ctrl-C; stderr:\n%s", errOut)
+	}
+	if !strings.Contains(errOut.String(), "[y/N] \n") {
+		t.Errorf("the prompt's line is not ended: %q", errOut)
+	}
+	deleted.Range(func(k, _ any) bool {
+		t.Errorf("deleted %v after Ctrl-C", k)
+		return true
+	})
+}
+
+// signalWriter collects what is written and closes seen once it holds want.
+type signalWriter struct {
+	mu   sync.Mutex
+	b    strings.Builder
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/spf13/cobra"
 )
@@ -43,8 +44,9 @@ exits with the command's exit code, or 124 when it ran out of time.
 
 Ctrl-C is sent to the command as SIGINT (SIGTERM and SIGHUP to boxkite go
 as themselves): it ends its own way, and boxkite exits with its code (130
-when SIGINT ended it). A second Ctrl-C within 2 s kills the command and
-exits 130 at once.
+when SIGINT ended it); with --json, after printing the result it ended
+with. A second Ctrl-C within 2 s kills the command and exits 130 at once,
+printing nothing more.
 
 Stdin and output travel as text: stdin that is not UTF-8 (a tar stream, an
 image) is refused, and output bytes that are not UTF-8 are shown as U+FFFD,
@@ -261,29 +263,18 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		res, err := c.Exec(ctx, sb.ID, req)
-		if err != nil {
-			return fmt.Errorf("exec in sandbox %s: %w", sb.ID, err)
-		}
-		if err := opts.out.write(app.IO, res); err != nil {
-			return err
-		}
-		truncationNote(app.IO.ErrOut, res.ExecOutputInfo)
-		if binaryAltered(int64(len(res.Stdout)), strings.Contains(res.Stdout, "\uFFFD"), res.ExecOutputInfo) {
-			binaryNote(app.IO.ErrOut)
-		}
-		return exitFor(res.ExitCode, res.StopReason, opts.timeout)
-	}
-	stderr := &lineEnd{w: app.IO.ErrOut, atStart: true}
-	errOut := &noteHold{w: stderr, note: timeoutNote(req.Timeout)}
-	var shown int64 // stdout bytes shown
-	replaced := false
 	// The stream outlives this command's context, which an interrupt
 	// ends: the interrupt goes to the command instead (exec_signal.go).
 	streamCtx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	defer kill()
 	interrupts := forwardInterrupts(c, sb.ID, kill)
+	if asJSON {
+		return runExecJSON(streamCtx, app, opts, c, sb.ID, req, interrupts)
+	}
+	stderr := &lineEnd{w: app.IO.ErrOut, atStart: true}
+	errOut := &noteHold{w: stderr, note: timeoutNote(req.Timeout)}
+	var shown int64 // stdout bytes shown
+	replaced := false
 	res, err := c.ExecStreamStarted(streamCtx, sb.ID, req, interrupts.started, func(ev api.ExecEvent) error {
 		var w io.Writer = app.IO.Out
 		if ev.Type == api.EventStderr {
@@ -323,6 +314,36 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		stderr.finishLine()
 	}
 	return err
+}
+
+// runExecJSON is exec --json: it streams as exec does, so that the
+// interrupts have the exec's id to go to the command by, and gathers the
+// output into the one result it prints, shaped as the plain exec's.
+func runExecJSON(ctx context.Context, app *App, opts execOptions, c *client.Client, sandbox string, req api.ExecRequest, interrupts *execInterrupts) error {
+	var stdout, stderr strings.Builder
+	res, err := c.ExecStreamStarted(ctx, sandbox, req, interrupts.started, func(ev api.ExecEvent) error {
+		if ev.Type == api.EventStderr {
+			stderr.WriteString(ev.Data)
+		} else {
+			stdout.WriteString(ev.Data)
+		}
+		return nil
+	})
+	if interrupts.stop() {
+		return context.Canceled // killed by a second interrupt: exit 130 at once, quietly
+	}
+	if err != nil {
+		return fmt.Errorf("exec in sandbox %s: %w", sandbox, err)
+	}
+	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	if err := opts.out.write(app.IO, res); err != nil {
+		return err
+	}
+	truncationNote(app.IO.ErrOut, res.ExecOutputInfo)
+	if binaryAltered(int64(len(res.Stdout)), strings.Contains(res.Stdout, "\uFFFD"), res.ExecOutputInfo) {
+		binaryNote(app.IO.ErrOut)
+	}
+	return exitFor(res.ExitCode, res.StopReason, opts.timeout)
 }
 
 // truncationNote tells, on stderr, which streams were cut at the output

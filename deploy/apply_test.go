@@ -85,7 +85,12 @@ func install(t *testing.T, c *kubetest.Cluster, name string, extra ...string) []
 func TestChartApplies(t *testing.T) {
 	helmBinary(t)
 	c := kubetest.Shared(t)
-	cases := map[string][]string{"default": nil}
+	cases := map[string][]string{
+		"default": nil,
+		// The longest release name helm accepts: every object's name
+		// still fits (a Service's is a DNS label, at most 63 characters).
+		strings.Repeat("x", 53): nil,
+	}
 	files, _ := filepath.Glob("testdata/values/*.yaml")
 	for _, f := range files {
 		cases[strings.TrimSuffix(filepath.Base(f), ".yaml")] = []string{"-f", f}

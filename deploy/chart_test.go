@@ -139,6 +139,9 @@ func TestChartRejects(t *testing.T) {
 		{"bad login timeout", []string{"bastion.loginTimeout=soon"}, "loginTimeout"},
 		{"bad service type", []string{"server.service.type=ExternalName"}, "type"},
 		{"bad dsn", []string{"database.postgres.dsn=mysql://x"}, "dsn"},
+		{"bad quantity", []string{"server.resources.limits.memory=1e3Mi"}, "memory"},
+		{"negative quantity", []string{"bastion.resources.requests.cpu=-1"}, "cpu"},
+		{"bad quota", []string{"sandboxes.resourceQuota.pods=many"}, "pods"},
 		// The cross-value checks in _helpers.tpl.
 		{"postgres without a dsn", []string{"database.driver=postgres"}, "database.postgres.existingSecret"},
 		{"sqlite with replicas", []string{"server.replicas=2"}, "database.driver=postgres"},
@@ -150,6 +153,8 @@ func TestChartRejects(t *testing.T) {
 		{"bad state claim", []string{"server.stateVolume.existingClaim=Boxkite_State"}, "existingClaim"},
 		{"host users in server config", []string{"server.config.host-users=true"}, "'host-users'"},
 		{"pull secrets in server config", []string{"server.config.image-pull-secrets=x"}, "'image-pull-secrets'"},
+		{"volume class in server config", []string{"server.config.volume-storage-class=x"}, "'volume-storage-class'"},
+		{"bad storage class", []string{"sandboxes.storageClass=Fast_SSD"}, "storageClass"},
 		// Set by the chart as flags or environment, which win over the
 		// config file: silently ignored, or with SQLite's BOXKITE_SERVER_DB
 		// a server that never starts (--db and --db-file both).

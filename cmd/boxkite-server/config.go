@@ -122,6 +122,7 @@ type options struct {
 	image        string
 	runtimeClass string
 	hostUsers    bool
+	volumeClass  string // storageClassName of volumes' claims
 	egressHost   string
 	pullSecrets  string // comma-separated; see imagePullSecrets
 	pullPolicy   string
@@ -176,6 +177,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.StringVar(&o.image, "sandbox-image", kube.DefaultImage, "kube driver: sandbox `image`, with boxkite-sidecar on its PATH")
 	fs.StringVar(&o.runtimeClass, "runtime-class", "", "kube driver: runtimeClassName of sandbox pods, e.g. gvisor (`name`; default the cluster's)")
 	fs.BoolVar(&o.hostUsers, "host-users", false, "kube driver: run sandbox pods in their node's user namespace (hostUsers: true); by default each pod gets one of its own, which needs Linux 6.3+ nodes with a runtime that supports it")
+	fs.StringVar(&o.volumeClass, "volume-storage-class", "", "kube driver: storageClassName of the PersistentVolumeClaims that hold volumes (`name`; default the cluster's default class)")
 	fs.StringVar(&o.egressHost, "egress-host", "", "kube driver: `address` sandbox pods reach this server on for granted egress, e.g. the pod IP (default: egress grants refused)")
 	fs.StringVar(&o.pullSecrets, "image-pull-secrets", "", "kube driver: comma-separated `names` of Secrets in the sandbox namespace the kubelet pulls the sandbox image with (a private registry)")
 	fs.StringVar(&o.pullPolicy, "image-pull-policy", string(corev1.PullIfNotPresent), "kube driver: imagePullPolicy of sandbox pods: `policy` Always, IfNotPresent or Never")

@@ -309,7 +309,7 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 		d, err := kube.NewForConfig(rc, kube.Config{
 			ImagePullSecrets: pullSecrets, ImagePullPolicy: corev1.PullPolicy(opts.pullPolicy),
 			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass, HostUsers: opts.hostUsers,
-			PoolSize: opts.warmPool, EgressHost: opts.egressHost,
+			StorageClass: opts.volumeClass, PoolSize: opts.warmPool, EgressHost: opts.egressHost,
 			ControlPlaneNamespace: controlPlaneNamespace(opts.kubeconfig), ControlPlaneLabels: cpLabels,
 			// Replicas must share it (a ReadWriteMany volume at the state
 			// directory) to restore each other's snapshots.

@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/local"
@@ -46,6 +46,7 @@ max_storage_gb = 7.5
 reaper_interval = "5s"
 state_dir = "/from/file"
 host-users = true
+volume-storage-class = "fast"
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ host-users = true
 				listen: "127.0.0.1:3333", db: "sqlite:/from/file/boxkite.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 4, reaperInterval: 5 * time.Second, preparedPool: defaultPreparedPool,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage, pullPolicy: "IfNotPresent", hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, pullPolicy: "IfNotPresent", hostUsers: true, volumeClass: "fast", console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
 				storage: defaultStorage, takeoverFlush: server.DefaultTakeoverFlush,
 			},
 		},
@@ -90,7 +91,7 @@ host-users = true
 				listen: "127.0.0.1:1111", db: "sqlite:/x.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 3, reaperInterval: 5 * time.Second, warmPool: defaultWarmPool, preparedPool: defaultPreparedPool,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage, pullPolicy: "IfNotPresent", hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, pullPolicy: "IfNotPresent", hostUsers: true, volumeClass: "fast", console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
 				storage: defaultStorage, takeoverFlush: server.DefaultTakeoverFlush,
 			},
 		},
@@ -199,24 +200,6 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
-// lockedBuffer is written by the server goroutine and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServeAndStop starts the real program on a free port with a
 // bootstrap key, uses the API, and stops it as SIGTERM would.
 func TestServeAndStop(t *testing.T) {
@@ -229,7 +212,7 @@ func TestServeAndStop(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
+	var out lockedbuf.Buffer
 	done := make(chan int, 1)
 	stopped := make(chan struct{})
 	go func() {

@@ -44,14 +44,19 @@ func TestConfirmOnTerminal(t *testing.T) {
 		"BOXKITE_URL=" + srv.URL, "BOXKITE_API_KEY=bxk_live_test", "TERM=dumb",
 	}
 	for _, tt := range []struct {
-		answer      string
+		name        string
+		keys        string // typed at the prompt
 		wantDeleted bool
 		wantOut     string
+		wantCode    int
 	}{
-		{"n", false, "cancelled: nothing was changed"},
-		{"y", true, "removed sandbox aaa111"},
+		{"n", "n\n", false, "cancelled: nothing was changed", 1},
+		{"y", "y\n", true, "removed sandbox aaa111", 0},
+		{"ctrl-d", "\x04", false, "cancelled: nothing was changed", 1},
+		// Ctrl-C is a SIGINT: the prompt ends at once, as the shell would.
+		{"ctrl-c", "\x03", false, "", 130},
 	} {
-		t.Run(tt.answer, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			mu.Lock()
 			deleted = nil
 			mu.Unlock()
@@ -72,19 +77,29 @@ func TestConfirmOnTerminal(t *testing.T) {
 			if early != 0 {
 				t.Fatalf("deleted before the answer")
 			}
-			if _, err := ptmx.Write([]byte(tt.answer + "\n")); err != nil {
+			if _, err := ptmx.Write([]byte(tt.keys)); err != nil {
 				t.Fatal(err)
 			}
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait() }()
+			select {
+			case <-waited:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("after %q the command still runs", tt.keys)
+			}
 			rest := readAll(ptmx)
-			_ = cmd.Wait()
 			if !strings.Contains(rest, tt.wantOut) {
-				t.Errorf("after %q the terminal shows %q, want %q", tt.answer, rest, tt.wantOut)
+				t.Errorf("after %q the terminal shows %q, want %q", tt.keys, rest, tt.wantOut)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != tt.wantCode {
+				t.Errorf("after %q exit code %d, want %d", tt.keys, code, tt.wantCode)
 			}
 			mu.Lock()
 			got := len(deleted) == 1
 			mu.Unlock()
 			if got != tt.wantDeleted {
-				t.Errorf("after %q deleted = %v, want %v", tt.answer, got, tt.wantDeleted)
+				t.Errorf("after %q deleted = %v, want %v", tt.keys, got, tt.wantDeleted)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -103,11 +104,68 @@ func testExecInterrupt(t *testing.T, s *localServer) {
 			}
 		})
 	}
+	t.Run("--json forwards too", func(t *testing.T) { testExecJSONInterrupt(t, s) })
 	// The audit log has the exit of each command that ended its own way.
 	log := s.mustRun(t, "log", "--json", "--limit", "30")
-	for _, want := range []string{`"exit_code": 7`, `"exit_code": 8`, `"exit_code": 130`} {
+	for _, want := range []string{`"exit_code": 7`, `"exit_code": 8`, `"exit_code": 130`, `"exit_code": 9`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the audit log has no %s:\n%s", want, log)
 		}
+	}
+}
+
+// testExecJSONInterrupt: boxkite exec --json forwards Ctrl-C to the command
+// as the streamed exec does, and prints the result the command then ends
+// with, in --json's shape.
+func testExecJSONInterrupt(t *testing.T, s *localServer) {
+	s.mustRun(t, "exec", "rm -f json-ready trap.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.cli, "exec", "--json", "--timeout", "5m", "--",
+		"trap 'echo trapped-json > trap.txt; echo bye; exit 9' INT; echo ready; touch json-ready; while :; do sleep 0.1; done")
+	cmd.Env, cmd.WaitDelay = s.env, 5*time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// --json prints at the end: the command says it runs with a file.
+	for {
+		if _, _, err := s.run(t, "exec", "test -f json-ready"); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the command never ran; stderr %q", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("boxkite exec --json did not end after SIGINT: stderr %q", stderr.String())
+	}
+	got := 0
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		got = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if got != 9 {
+		t.Errorf("boxkite exec --json exited %d, want 9 (the trap's); stderr %q", got, stderr.String())
+	}
+	var res struct {
+		ExitCode int    `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("stdout is not the --json result: %v\n%s", err, stdout.String())
+	}
+	if res.ExitCode != 9 || res.Stdout != "ready\nbye\n" {
+		t.Errorf("result %+v, want exit_code 9 and stdout \"ready\\nbye\\n\"", res)
+	}
+	if got := strings.TrimSpace(s.mustRun(t, "exec", "cat trap.txt")); got != "trapped-json" {
+		t.Errorf("the trap wrote %q, want trapped-json", got)
 	}
 }

@@ -3,20 +3,26 @@ Names, labels and image references shared by the templates, and the checks
 that span several values (values.schema.json checks each value alone).
 */}}
 
+{{/*
+The chart's name. Cut to 55 characters, as the release's prefix below is:
+a component's "-bastion" (8) makes the longest name that must be a DNS
+label (the Services) or a label value (app.kubernetes.io/name), at most
+63 characters, for any release name helm accepts (53).
+*/}}
 {{- define "boxkite.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- default .Chart.Name .Values.nameOverride | trunc 55 | trimSuffix "-" }}
 {{- end }}
 
-{{/* The release's prefix for every object name. */}}
+{{/* The release's prefix for every object name, at most 55 characters (boxkite.name). */}}
 {{- define "boxkite.fullname" -}}
 {{- if .Values.fullnameOverride }}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- .Values.fullnameOverride | trunc 55 | trimSuffix "-" }}
 {{- else }}
 {{- $name := default .Chart.Name .Values.nameOverride }}
 {{- if contains $name .Release.Name }}
-{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- .Release.Name | trunc 55 | trimSuffix "-" }}
 {{- else }}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- printf "%s-%s" .Release.Name $name | trunc 55 | trimSuffix "-" }}
 {{- end }}
 {{- end }}
 {{- end }}
