@@ -185,18 +185,19 @@ func (o *outputPump) run(send func(byte, []byte) error, kill func()) {
 	}
 }
 
-// interactiveDrainMax bounds what one stream may still yield after the
-// command's group was killed: what its pipe held (at most the pipe size
-// an unprivileged process may set, 1 MiB) and one chunk more; past it, a
-// process that left the group is writing.
-const interactiveDrainMax = 1<<20 + readChunk
+// outputDrainMax bounds what one stream (an interactive exec's or a
+// background process's) may still yield after the command's group was
+// killed: what its pipe held (at most the pipe size an unprivileged
+// process may set, 1 MiB) and one chunk more; past it, a process that
+// left the group is writing.
+const outputDrainMax = 1<<20 + readChunk
 
 // drainOutputs returns when the pumps are done (drained closes), after
 // the command exited. Background children holding the pipes get
 // pipeGrace, then the group goes; what the pipes hold by then is still
 // sent, however long a slow client takes to take it (the exit frame comes
 // after the output's last byte). Only a stream that then waits in Read
-// for pipeDrain, or yields more than interactiveDrainMax, is held by a
+// for pipeDrain, or yields more than outputDrainMax, is held by a
 // process that left the group: it is closed, which ends its pump.
 func drainOutputs(drained <-chan struct{}, outs []*outputPump, kill func()) {
 	grace := time.NewTimer(pipeGrace)
@@ -225,7 +226,7 @@ func drainOutputs(drained <-chan struct{}, outs []*outputPump, kill func()) {
 			if o.inRead.Load() {
 				waited[i] += tick
 			}
-			if waited[i] >= pipeDrain || o.read.Load()-from[i] > interactiveDrainMax {
+			if waited[i] >= pipeDrain || o.read.Load()-from[i] > outputDrainMax {
 				_ = o.r.Close()
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 )
 
 // TestSignal sends a command run through the bastion without a PTY
@@ -67,7 +69,7 @@ func TestSignal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var stderr lockedBuffer
+			var stderr lockedbuf.Buffer
 			sess.Stderr = &stderr
 			if err := sess.Start(c.cmd); err != nil {
 				t.Fatal(err)
