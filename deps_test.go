@@ -228,6 +228,8 @@ var rules = map[string]depRule{
 	"internal/objtest": {ours: []string{"server/storagesync", "internal/testport"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
 	// Ports for tests that restart a server on the same port.
 	"internal/testport": {stdOnly: true},
+	// A locked bytes.Buffer for tests that read what goroutines write.
+	"internal/lockedbuf": {stdOnly: true},
 	// Builds the sidecar linked with cgo, for the local driver's and servertest's tests.
 	"internal/cgosidecar": {stdOnly: true},
 	// Reads namespaces' inodes and owners for the jail's tests (server/local's, securitytest's).

@@ -105,7 +105,7 @@ Every sandbox bench creates is deleted at the end, on Ctrl-C too.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.sandboxes, "sandboxes", 10, "sandboxes to create one after another")
-	f.IntVar(&opts.execs, "execs", 20, "execs of `true` to run in each sandbox")
+	f.IntVar(&opts.execs, "execs", 20, "execs of true to run in each sandbox")
 	f.IntVar(&opts.concurrency, "concurrency", 5, "sandboxes to create at once, and exec workers")
 	f.IntVar(&opts.idle, "idle", 0, "then create this many idle sandboxes and check that all answer an exec")
 	f.IntVar(&opts.snapshots, "snapshots", 0, "then this many rounds of pause and resume, a snapshot, fork ×1 and fork ×8 of a sandbox holding 100 MiB")
@@ -266,6 +266,11 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 // run measures everything in order; rep fills up as it goes.
 func (b *bench) run(ctx context.Context, rep *benchReport) error {
 	o := b.opts
+	// A server that is down or refuses the key fails the run at once,
+	// before seconds of floors are measured for nothing.
+	if _, _, err := b.c.ListSandboxesPage(ctx, true, 1, ""); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	// The floors are measured at the start and again at the end, so they
 	// reflect the machine as the whole run found it; each time once the
 	// server's warm pool is full, so that members starting beside them

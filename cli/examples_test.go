@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -106,4 +107,21 @@ func parseExample(args []string) error {
 		return err
 	}
 	return cmd.ValidateFlagGroups()
+}
+
+// TestFlagPlaceholdersNameValues: pflag shows a flag's value as the first
+// `backquoted` word of its usage (--execs N, --name name). A backquoted
+// word that is not what the user types there makes the help lie: bench
+// showed "--execs true", an int flag, from "execs of `true`".
+func TestFlagPlaceholdersNameValues(t *testing.T) {
+	t.Parallel()
+	root := NewRoot(NewApp(IO{In: strings.NewReader(""), Out: &strings.Builder{}, ErrOut: &strings.Builder{}}, "test"))
+	walkCommands(root, func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			name, _ := pflag.UnquoteUsage(f)
+			if f.Value.Type() != "bool" && (name == "true" || name == "false") {
+				t.Errorf("%s --%s shows its value as %q", c.CommandPath(), f.Name, name)
+			}
+		})
+	})
 }

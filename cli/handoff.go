@@ -46,8 +46,9 @@ package the first time (a minute or so; later handoffs reuse it); --image
 names another. Before anything moves, the agent's --version must run there.
 The sandbox may reach the agent's model API (api.anthropic.com,
 api.openai.com, generativelanguage.googleapis.com, or the host of the base
-URL set here: ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL)
-and nothing else; --allow-host replaces that list, --no-egress grants none.
+URL set here: ANTHROPIC_BASE_URL, Codex's openai_base_url or
+OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL) and nothing else; --allow-host
+replaces that list, --no-egress grants none.
 
 The newest session recorded in this directory (or, from a subdirectory,
 in the project) is picked; --session picks another. The working tree goes
@@ -62,7 +63,8 @@ file in the sandbox and sourced there, never typed; it is removed as the
 agent starts.
 
 Then this terminal is attached to the sandbox (needs an admin API key and a
-terminal) and the agent resumes. If it cannot start, the sandbox stays:
+terminal) and the agent resumes; when the sandbox's shell exits, handoff
+exits with its status, as 'boxkite attach' does. If it cannot start, the sandbox stays:
 'boxkite handoff --retry SANDBOX' sends the credentials again and starts it
 again. --dry-run prints the plan and sends nothing; --no-attach (or --json)
 sends everything and prints what to run instead; --keep-local keeps the
@@ -83,6 +85,12 @@ rewritten session files staged on this machine and prints where.`,
 			if f.retry != "" {
 				return runHandoffRetry(cmd.Context(), app, f, asJSON)
 			}
+			if f.sandbox == "" {
+				// Whole minutes, checked before anything is read or sent.
+				if f.lifetime, err = lifetimeMinutesDuration(cmd, f.lifetime); err != nil {
+					return err
+				}
+			}
 			return runHandoff(cmd.Context(), app, handoff.Adapters()[args[0]], f, asJSON)
 		},
 	}
@@ -98,7 +106,7 @@ rewritten session files staged on this machine and prints where.`,
 	fl.BoolVar(&f.noAttach, "no-attach", false, "send everything, then print how to resume instead of attaching")
 	fl.BoolVar(&f.keepLocal, "keep-local", false, "keep the staged, rewritten session files on this machine")
 	fl.BoolVar(&f.all, "all", false, "send files .gitignore leaves out too")
-	fl.DurationVar(&f.lifetime, "lifetime", 2*time.Hour, "lifetime of the new sandbox")
+	fl.Var(newDurationValue(&f.lifetime, 2*time.Hour, time.Minute), "lifetime", "lifetime of the new sandbox, e.g. 30m or 2h; a bare number is minutes")
 	f.out.register(cmd, handoffResult{})
 	return cmd
 }
@@ -124,7 +132,12 @@ func handoffArgs(f *handoffFlags) cobra.PositionalArgs {
 			return fmt.Errorf("--agent-version %q is not a version", f.agentVersion)
 		case f.sandbox != "" && (f.image != "" || f.agentVersion != ""):
 			return errors.New("-s hands off into an existing sandbox, whose image is set: leave out --image and --agent-version")
+		case f.sandbox != "" && cmd.Flags().Changed("lifetime"):
+			return errors.New("-s hands off into an existing sandbox, whose lifetime is set: leave out --lifetime ('boxkite session extend' changes it)")
+		case f.sandbox != "" && f.noEgress:
+			return errors.New("-s hands off into an existing sandbox, whose egress is set: leave out --no-egress")
 		}
+
 		return nil
 	}
 }
@@ -267,7 +280,7 @@ func startAgent(ctx context.Context, app *App, c *client.Client, sb api.Sandbox,
 	}
 	// A leading space keeps the line out of an interactive shell's history
 	// where HISTCONTROL allows; it names a path only either way.
-	_, err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r")
+	exited, code, err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r")
 	if _, ok := errors.AsType[*client.SandboxEndedError](err); ok {
 		return err // nothing waits there any more
 	}
@@ -275,7 +288,18 @@ func startAgent(ctx context.Context, app *App, c *client.Client, sb api.Sandbox,
 		// Everything is in the sandbox already: say how to carry on.
 		return &hintError{err: err, hint: fmt.Sprintf("the session waits in sandbox %s; run 'boxkite handoff --retry %s' (needs an admin API key)", sb.ID, sb.ID)}
 	}
+	if exited && code != 0 {
+		// As boxkite attach does: the shell's exit status is handoff's.
+		return &exitStatus{code: code}
+	}
 	return nil
+}
+
+// lifetimeMinutesDuration is d as the whole minutes a sandbox lives,
+// refused under a minute (lifetimeMinutes).
+func lifetimeMinutesDuration(cmd *cobra.Command, d time.Duration) (time.Duration, error) {
+	m, err := lifetimeMinutes(cmd, d)
+	return time.Duration(m) * time.Minute, err
 }
 
 // handoffEgress is what the sandbox is granted: the agent's model API
@@ -311,7 +335,7 @@ func handoffSandbox(ctx context.Context, app *App, c *client.Client, agent hando
 	// second handoff of the same tool must not collide with the first.
 	label := "handoff-" + agent.Tool + "-" + randomHex(3)
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{
-		Label: label, LifetimeMinutes: int(f.lifetime.Minutes()), ImageID: image, EgressHosts: egress,
+		Label: label, LifetimeMinutes: int(f.lifetime / time.Minute), ImageID: image, EgressHosts: egress,
 	})
 	if err != nil {
 		return api.Sandbox{}, false, stopped(ctx, fmt.Errorf("create a sandbox: %w", err), "while creating sandbox "+label+

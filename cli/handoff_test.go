@@ -122,6 +122,15 @@ func TestHandoffUsage(t *testing.T) {
 		{[]string{"handoff", "codex", "--no-egress", "--allow-host", "x.example"}, 2, "contradict"},
 		{[]string{"handoff", "codex", "--agent-version", "-1"}, 2, "not a version"},
 		{[]string{"handoff", "codex", "-s", "sb", "--image", "img"}, 2, "leave out --image"},
+		// -s keeps the sandbox's lifetime and egress: flags that would set
+		// them are refused, not ignored.
+		{[]string{"handoff", "codex", "-s", "sb", "--lifetime", "1h"}, 2, "leave out --lifetime"},
+		{[]string{"handoff", "codex", "-s", "sb", "--no-egress"}, 2, "leave out --no-egress"},
+		// A lifetime is whole minutes, as for session create; --dry-run
+		// checks it too.
+		{[]string{"handoff", "claude-code", "--lifetime", "-5m", "--dry-run"}, 2, "must be positive"},
+		{[]string{"handoff", "claude-code", "--lifetime", "0", "--dry-run"}, 2, "must be positive"},
+		{[]string{"handoff", "claude-code", "--lifetime", "30s", "--dry-run"}, 2, "less than a minute"},
 		{[]string{"handoff", "--retry", "sb", "cursor"}, 2, "--retry takes a sandbox"},
 		// Without a terminal to attach, nothing is prepared or sent.
 		{[]string{"handoff", "claude-code"}, 1, "standard input is not a terminal"},

@@ -74,6 +74,13 @@ func (x *Interactive) Resize(ctx context.Context, cols, rows int) error {
 	return x.control(ctx, api.InteractiveControl{Type: api.InteractiveResize, Cols: cols, Rows: rows})
 }
 
+// SendSignal sends the command's process group signal (api.SignalINT,
+// …) while it runs; a name the sandbox does not know is dropped. How the
+// command takes it shows in Run's exit code.
+func (x *Interactive) SendSignal(ctx context.Context, signal string) error {
+	return x.control(ctx, api.InteractiveControl{Type: api.InteractiveSignal, Name: signal})
+}
+
 // Run copies stdin to the command (and then ends its input) while writing
 // its output to stdout and stderr, and returns its exit code once it
 // ended. On a PTY everything arrives on stdout. stdin may be nil. Run

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -493,5 +494,104 @@ func TestGemini(t *testing.T) {
 	}
 	if got := geminiSlug("/x/My App..v2!"); got != "my-app-v2" {
 		t.Errorf("geminiSlug = %q", got)
+	}
+}
+
+// TestCodexBaseURL: Codex reads its base URL from config.toml's
+// openai_base_url (it ignores OPENAI_BASE_URL since 0.119), so a base URL
+// used here, from that key or else from the variable, is granted and
+// written into the sandbox's config.toml, where the resumed Codex reads
+// it; without one, the sandbox's config.toml names none.
+func TestCodexBaseURL(t *testing.T) {
+	tests := []struct {
+		name, localConfig, envURL string
+		egress                    []string
+		wantLine                  string // the staged config.toml's first line
+	}{
+		{"none", "", "", []string{"api.openai.com"}, `[projects."` + sandboxRoot + `"]`},
+		{"variable", "", "https://gw.example:8443/v1", []string{"gw.example:8443"}, `openai_base_url = "https://gw.example:8443/v1"`},
+		{
+			"config", "model = \"gpt-5\"\nopenai_base_url = \"https://cfg.example/v1\"\n\n[projects.\"/x\"]\ntrust_level = \"trusted\"\n",
+			"https://gw.example/v1",
+			[]string{"cfg.example"},
+			`openai_base_url = "https://cfg.example/v1"`,
+		},
+		{"loopback", "openai_base_url = \"http://127.0.0.1:9/v1\"\n", "", nil, `openai_base_url = "http://127.0.0.1:9/v1"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := handofftest.Install(t)
+			if tt.localConfig != "" {
+				if err := os.WriteFile(filepath.Join(fx.Home, ".codex", "config.toml"), []byte(tt.localConfig), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := prepare(t, fx, "codex", "", "OPENAI_BASE_URL", tt.envURL)
+			if diff := cmp.Diff(tt.egress, p.Egress); diff != "" {
+				t.Errorf("egress (-want +got):\n%s", diff)
+			}
+			for _, f := range p.Files {
+				if f.Target != "/workspace/.codex/config.toml" {
+					continue
+				}
+				got := string(readFile(t, f.Staged))
+				if first, _, _ := strings.Cut(got, "\n"); first != tt.wantLine {
+					t.Errorf("config.toml starts %q, want %q:\n%s", first, tt.wantLine, got)
+				}
+				if n := strings.Count(got, "openai_base_url"); n > 1 {
+					t.Errorf("config.toml sets openai_base_url %d times:\n%s", n, got)
+				}
+			}
+		})
+	}
+}
+
+// TestSetTopLevelKey: a sandbox's own config.toml keeps its tables and
+// other keys; an openai_base_url it had is replaced in place, one it did
+// not have goes before the first table.
+func TestSetTopLevelKey(t *testing.T) {
+	tests := []struct{ doc, want string }{
+		{"", "k = \"v\"\n"},
+		{"[t]\nk = \"old\"\n", "k = \"v\"\n[t]\nk = \"old\"\n"},
+		{"a = 1\nk = \"old\"\n[t]\nk = \"x\"\n", "a = 1\nk = \"v\"\n[t]\nk = \"x\"\n"},
+		{"\"k\" = 'old'\n", "k = \"v\"\n"},
+		{"kk = 1\n", "k = \"v\"\nkk = 1\n"},
+	}
+	for _, tt := range tests {
+		if got := string(setTopLevelKey([]byte(tt.doc), "k", `"v"`)); got != tt.want {
+			t.Errorf("setTopLevelKey(%q) = %q, want %q", tt.doc, got, tt.want)
+		}
+	}
+}
+
+// bunLikeOpencode is a stand-in for the real opencode, a Bun binary,
+// as it writes its output: standard output non-blocking, one write, and
+// exit without waiting for a pipe to drain. Through a pipe an export
+// stops at the pipe's 64 KiB; into a file it is whole.
+const bunLikeOpencode = `#!/usr/bin/env python3
+import os, sys
+here = %q
+name = "list.json" if sys.argv[1] == "session" else sys.argv[2] + ".json"
+data = open(os.path.join(here, name), "rb").read()
+os.set_blocking(1, False)
+try:
+    os.write(1, data)
+except BlockingIOError:
+    pass
+`
+
+// TestOpencodeExportWhole: a session export over 64 KiB (the fixture's
+// holds a 1.1 MB image) arrives whole from an opencode that does not wait
+// for its output to be read.
+func TestOpencodeExportWhole(t *testing.T) {
+	fx := handofftest.Install(t)
+	bin := filepath.Join(t.TempDir(), "opencode")
+	if err := os.WriteFile(bin, []byte(fmt.Sprintf(bunLikeOpencode, filepath.Dir(fx.Opencode))), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := prepare(t, fx, "opencode", "", "BOXKITE_OPENCODE", bin)
+	exp := readFile(t, p.Files[0].Staged)
+	if len(exp) < 1<<20 || !json.Valid(exp) {
+		t.Errorf("staged export: %d bytes, valid JSON %v; want the whole export, over 1 MiB", len(exp), json.Valid(exp))
 	}
 }

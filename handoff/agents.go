@@ -100,7 +100,11 @@ func LaunchFor(tool string, env Env, provider string) Launch {
 			}
 			l.Login = append(l.Login, Step{Argv: []string{"codex", "login", flag}, StdinEnv: c.Name})
 		}
-		l.Egress, l.Settings, warns = modelEgress(env, "api.openai.com", "OPENAI_BASE_URL")
+		// Codex reads its base URL from config.toml's openai_base_url
+		// (it dropped OPENAI_BASE_URL in 0.119): the sandbox's
+		// config.toml gets it (codexConfigFile), the setting shows it.
+		raw, from := codexBaseURL(env)
+		l.Egress, l.Settings, warns = baseURLEgress(raw, from, "api.openai.com", "OPENAI_BASE_URL")
 	case "gemini":
 		l.Credentials = envCredentials(env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
 		if len(l.Credentials) == 0 {
@@ -142,6 +146,12 @@ func modelEgress(env Env, host, baseEnv string) (grants []string, settings []Set
 	if baseEnv != "" {
 		raw = env.get(baseEnv)
 	}
+	return baseURLEgress(raw, baseEnv, host, baseEnv)
+}
+
+// baseURLEgress is modelEgress for a base URL raw read from where
+// (a variable's name, or a file's key), carried as the setting baseEnv.
+func baseURLEgress(raw, where, host, baseEnv string) (grants []string, settings []Setting, warnings []string) {
 	if raw == "" {
 		if host == "" {
 			return nil, nil, nil
@@ -151,11 +161,11 @@ func modelEgress(env Env, host, baseEnv string) (grants []string, settings []Set
 	settings = []Setting{{Name: baseEnv, Value: raw}}
 	u, err := url.Parse(raw)
 	if err != nil || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, settings, []string{fmt.Sprintf("%s is not an http(s) URL; no egress is granted for it (use --allow-host)", baseEnv)}
+		return nil, settings, []string{fmt.Sprintf("%s is not an http(s) URL; no egress is granted for it (use --allow-host)", where)}
 	}
 	h := strings.ToLower(u.Hostname())
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") || isLoopbackIP(h) {
-		return nil, settings, []string{fmt.Sprintf("%s names loopback (%s); in the sandbox that is the sandbox's own, and no egress is granted for it", baseEnv, u.Host)}
+		return nil, settings, []string{fmt.Sprintf("%s names loopback (%s); in the sandbox that is the sandbox's own, and no egress is granted for it", where, u.Host)}
 	}
 	port := u.Port()
 	if port == "" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/pelletier/go-toml/v2"
 )
 
 // codexAdapter reads Codex CLI rollouts: one JSONL file per thread under
@@ -228,7 +229,8 @@ func (a codexAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (*
 		st, err := copyLines(rc, w, f.Path, codexEdit(m))
 		return st.Warnings, err
 	}})
-	b.Files = append(b.Files, codexConfigFile(trustedDirs(m, workdir)))
+	baseURL, _ := codexBaseURL(env)
+	b.Files = append(b.Files, codexConfigFile(trustedDirs(m, workdir), baseURL))
 	b.launch(LaunchFor(a.Name(), env, ""))
 	return b, nil
 }
@@ -274,13 +276,18 @@ func lastKey(p []string) string {
 
 // codexConfigFile is ~/.codex/config.toml marking the sandbox's
 // directories trusted, so the resumed TUI does not stop at its first-run
-// screens. A sandbox's own config.toml is kept, the tables it lacks added.
-func codexConfigFile(dirs []string) File {
+// screens, and with a base URL its openai_base_url, where Codex reads
+// it. A sandbox's own config.toml is kept, the tables it lacks added and
+// its openai_base_url replaced.
+func codexConfigFile(dirs []string, baseURL string) File {
 	table := func(d string) string {
 		return "[projects." + string(encodeString(d)) + "]\ntrust_level = \"trusted\"\n"
 	}
 	merge := func(existing []byte) ([]byte, error) {
 		out := append([]byte{}, existing...)
+		if baseURL != "" {
+			out = setTopLevelKey(out, "openai_base_url", string(encodeString(baseURL)))
+		}
 		for _, d := range dirs {
 			t := table(d)
 			header := t[:strings.IndexByte(t, '\n')]
@@ -299,6 +306,42 @@ func codexConfigFile(dirs []string) File {
 	}
 	body, _ := merge(nil)
 	return File{Local: "(generated)", Target: path.Join(SandboxHome, ".codex", "config.toml"), Write: writeBytes(body), Merge: merge}
+}
+
+// setTopLevelKey sets key = value (a TOML string) among the top-level
+// keys of a TOML document, which precede its first table: a line
+// assigning key there is replaced, else the line goes first. Tables and
+// everything else stay byte for byte.
+func setTopLevelKey(doc []byte, key, value string) []byte {
+	line := key + " = " + value + "\n"
+	lines := strings.SplitAfter(string(doc), "\n")
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "[") {
+			break
+		}
+		if k, _, ok := strings.Cut(t, "="); ok && strings.Trim(strings.TrimSpace(k), `"'`) == key {
+			lines[i] = line
+			return []byte(strings.Join(lines, ""))
+		}
+	}
+	return append([]byte(line), doc...)
+}
+
+// codexBaseURL is the base URL Codex uses here, and where it was found:
+// config.toml's top-level openai_base_url, else OPENAI_BASE_URL (which
+// Codex read before 0.119, and an older --agent-version still does).
+func codexBaseURL(env Env) (raw, from string) {
+	p := filepath.Join(codexHome(env), "config.toml")
+	if b, err := os.ReadFile(p); err == nil {
+		var cfg struct {
+			OpenAIBaseURL string `toml:"openai_base_url"`
+		}
+		if toml.Unmarshal(b, &cfg) == nil && strings.TrimSpace(cfg.OpenAIBaseURL) != "" {
+			return strings.TrimSpace(cfg.OpenAIBaseURL), "openai_base_url in " + p
+		}
+	}
+	return env.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL"
 }
 
 // codexCredentials takes the first API key set in the environment, else

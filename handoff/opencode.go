@@ -220,18 +220,32 @@ func runOpencode(ctx context.Context, env Env, args ...string) ([]byte, error) {
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	// Its standard output is a file, not a pipe: opencode (a Bun binary)
+	// exits without draining a pipe the reader has not emptied yet, so an
+	// export read through one stops at a multiple of 64 KiB.
+	out, err := os.CreateTemp("", "boxkite-opencode-*")
 	if err != nil {
+		return nil, fmt.Errorf("opencode %s: %w", strings.Join(args, " "), err)
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	cmd.Stdout = out
+	if err := cmd.Run(); err != nil {
 		err = fmt.Errorf("opencode %s: %w", strings.Join(args, " "), err)
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			err = fmt.Errorf("%w (%s)", err, msg)
 		}
 		return nil, err
 	}
-	if len(out) > opencodeMaxExport {
+	if fi, err := out.Stat(); err != nil {
+		return nil, fmt.Errorf("opencode %s: %w", strings.Join(args, " "), err)
+	} else if fi.Size() > opencodeMaxExport {
 		return nil, fmt.Errorf("opencode %s: output over %d bytes", strings.Join(args, " "), opencodeMaxExport)
 	}
-	return out, nil
+	if _, err := out.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("opencode %s: %w", strings.Join(args, " "), err)
+	}
+	return io.ReadAll(out)
 }
 
 func (a opencodeAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (*Bundle, error) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sqlstore"
@@ -172,7 +173,7 @@ type env struct {
 	KeyA    string
 	KeyB    string
 	AcctA   *model.Account
-	Logs    *syncBuffer
+	Logs    *lockedbuf.Buffer
 	clock   *clock
 }
 
@@ -244,24 +245,6 @@ func (c *clock) Advance(d time.Duration) {
 	}
 }
 
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func openStore(t testing.TB, dir string) model.Store {
 	t.Helper()
 	st, err := sqlstore.Open(context.Background(), "sqlite:"+filepath.Join(dir, "boxkite.db"))
@@ -288,7 +271,7 @@ func newEnvWithStore(t testing.TB, cfg server.Config, st model.Store) *env {
 func newEnvWithDriver(t testing.TB, cfg server.Config, st model.Store, wrap func(*fakeDriver) model.Driver) *env {
 	t.Helper()
 	e := &env{
-		t: t, Store: st, Sidecar: newFakeSidecar(t), Logs: &syncBuffer{},
+		t: t, Store: st, Sidecar: newFakeSidecar(t), Logs: &lockedbuf.Buffer{},
 		clock: &clock{now: time.Now().UTC().Truncate(time.Microsecond)},
 	}
 	e.Driver = &fakeDriver{CreateFunc: func(context.Context, model.Spec) (model.Endpoint, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
@@ -68,7 +69,7 @@ func addReplica(t testing.TB, first *env, dsn string, cfg server.Config, wrap fu
 	t.Helper()
 	st := openReplicaStore(t, dsn)
 	e := &env{
-		t: t, Store: st, Sidecar: first.Sidecar, Logs: &syncBuffer{}, clock: first.clock,
+		t: t, Store: st, Sidecar: first.Sidecar, Logs: &lockedbuf.Buffer{}, clock: first.clock,
 		KeyA: first.KeyA, KeyB: first.KeyB, AcctA: first.AcctA,
 	}
 	e.Driver = &fakeDriver{CreateFunc: func(context.Context, model.Spec) (model.Endpoint, error) {

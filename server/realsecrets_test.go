@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/servertest"
@@ -27,7 +28,7 @@ func TestSecretNeverInSandbox(t *testing.T) {
 	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
 		t.Skip("the local driver's jails need root")
 	}
-	logs := &syncBuffer{}
+	logs := &lockedbuf.Buffer{}
 	dbPath := filepath.Join(t.TempDir(), "boxkite.db")
 	s := servertest.New(t, servertest.WithSecrets(secrets.Config{
 		PermitForTests: server.EgressPermitLoopbackForTests, DialForTests: tlsFrontDial, RootCAsForTests: tlsFrontRoots(),

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -98,7 +99,7 @@ func TestAdoptOlderSidecarWarns(t *testing.T) {
 	driver := &fakeDriver{ListFunc: func(context.Context) ([]model.Observed, error) {
 		return []model.Observed{{ID: older.ID, Alive: true}, {ID: current.ID, Alive: true}}, nil
 	}}
-	logs := &syncBuffer{}
+	logs := &lockedbuf.Buffer{}
 	srv, err := server.New(server.Config{}, st, driver, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)

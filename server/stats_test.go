@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -29,7 +30,7 @@ func (d statsDriver) Stats(_ context.Context, id string) (model.Stats, error) { 
 func newStatsEnv(t *testing.T, stats func(id string) (model.Stats, error)) *env {
 	t.Helper()
 	st := openStore(t, t.TempDir())
-	e := &env{t: t, Store: st, Sidecar: newFakeSidecar(t), Logs: &syncBuffer{}, clock: &clock{now: time.Now().UTC()}}
+	e := &env{t: t, Store: st, Sidecar: newFakeSidecar(t), Logs: &lockedbuf.Buffer{}, clock: &clock{now: time.Now().UTC()}}
 	e.Driver = &fakeDriver{CreateFunc: func(context.Context, model.Spec) (model.Endpoint, error) {
 		return e.Sidecar.Endpoint(), nil
 	}}

@@ -60,6 +60,28 @@ func TestTakeoverToken(t *testing.T) {
 		t.Errorf("token reused: %v %v, want 401", resp, err)
 	}
 
+	// The key as ?api_key=, as /openapi.json documents the route (security
+	// apiKeyQuery), for browsers' WebSockets, which cannot send a header.
+	for _, c := range []struct {
+		name, id, key string
+		want          int
+	}{
+		{"admin key", sb.ID, e.KeyA, http.StatusSwitchingProtocols},
+		{"unknown key", sb.ID, "bxk_live_wrong", http.StatusUnauthorized},
+		{"member key", sb.ID, member, http.StatusForbidden},
+		{"another account's key", sb.ID, e.KeyB, http.StatusNotFound},
+		{"a takeover token", sb.ID, "eyJ.x.y", http.StatusUnauthorized},
+	} {
+		conn, resp, err := dialTakeover(t, e, c.id, "", "?api_key="+c.key)
+		if resp == nil || resp.StatusCode != c.want {
+			t.Errorf("?api_key= %s: %v, want %d", c.name, err, c.want)
+		}
+		if err == nil {
+			<-attached
+			conn.CloseNow()
+		}
+	}
+
 	// Read-only stays read-only, and cannot run commands.
 	_, ro, _ := mintToken(t, e, sb.ID, e.KeyA, api.TakeoverTokenRequest{ReadOnly: true})
 	conn, _, err = dialTakeover(t, e, sb.ID, "", "?token="+ro.Token)

@@ -1,7 +1,7 @@
 package sidecar
 
 import (
-	"net/http"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -73,16 +73,16 @@ func commandEnv(base []string, req map[string]string) ([]string, error) {
 	names := make([]string, 0, len(req))
 	for name, value := range req {
 		if !validEnvName(name) {
-			return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation,
-				"invalid env variable name %q: must match %s", name, envNamePattern)
+			return nil, api.Invalid("env", fmt.Sprintf("invalid env variable name %q: must match %s", name, envNamePattern),
+				"name each variable with letters, digits and underscores, not starting with a digit")
 		}
 		if deniedEnv(name) {
-			return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation,
-				"env variable %s may not be set", name)
+			return nil, api.Invalid("env", fmt.Sprintf("env variable %s may not be set", name),
+				"it changes how the command starts (the shell, the loader or an interpreter); set it in the command itself if you mean to (NAME=value cmd)")
 		}
 		if strings.IndexByte(value, 0) >= 0 {
-			return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation,
-				"env variable %s contains a NUL byte", name)
+			return nil, api.Invalid("env", fmt.Sprintf("env variable %s contains a NUL byte", name),
+				"remove the NUL byte: no environment variable can hold one")
 		}
 		names = append(names, name)
 	}

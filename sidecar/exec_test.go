@@ -150,6 +150,9 @@ func TestExecRefuses(t *testing.T) {
 			if e.Code != tt.wantCode || !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("POST /exec %s: error %+v, want code %q and a message containing %q", tt.body, e, tt.wantCode, tt.wantMsg)
 			}
+			if e.Hint == "" {
+				t.Errorf("POST /exec %s: error %+v has no hint", tt.body, e)
+			}
 		})
 	}
 }
@@ -262,6 +265,19 @@ func TestExecBackgroundChildDoesNotHold(t *testing.T) {
 		t.Errorf("exec (-want +got):\n%s", diff)
 	}
 	// The child held our pipes, so it was killed with its group.
+	waitGone(t, readPID(t, filepath.Join(ws, "bg.pid")))
+}
+
+// TestExecOutputTailToALateWait: output a background child wrote while
+// the exec's wait was not scheduled (a loaded host) for longer than the
+// grace and the drain together is still read before the pipes go.
+func TestExecOutputTailToALateWait(t *testing.T) {
+	t.Parallel()
+	srv, ws := newServer(t, Options{Token: testToken, slowKill: func() { time.Sleep(pipeDrain + 2*time.Second) }})
+	got := postExec(t, srv.URL, `{"command":"(sleep 0.2; echo late; exec sleep 30) & echo $! > bg.pid; echo done"}`)
+	if diff := cmp.Diff(api.ExecResult{Stdout: "done\nlate\n"}, got, ignoreTimingAndCounts); diff != "" {
+		t.Errorf("exec (-want +got):\n%s", diff)
+	}
 	waitGone(t, readPID(t, filepath.Join(ws, "bg.pid")))
 }
 

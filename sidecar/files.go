@@ -40,6 +40,9 @@ func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
+	if req.Path == "" {
+		return errNoPath("write")
+	}
 	if len(req.Content) > api.MaxFileContent {
 		return tooLarge("content is %d bytes; the limit is %d MiB", len(req.Content), api.MaxFileContent>>20)
 	}
@@ -168,6 +171,9 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 	var req api.StrReplaceRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
+	}
+	if req.Path == "" {
+		return errNoPath("edit")
 	}
 	if req.OldStr == "" {
 		return api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation, "old_str must not be empty").

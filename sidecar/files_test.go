@@ -139,6 +139,14 @@ func TestFileCreate(t *testing.T) {
 			t.Errorf("overwritten run.sh: %v %v, want mode 0750 and content new", fi.Mode(), err)
 		}
 	})
+	// No path is refused as such: before, it was the workspace, "Path is
+	// a directory: " naming nothing.
+	t.Run("no path", func(t *testing.T) {
+		status, body := fs.post(t, "/file-create", api.FileCreateRequest{Content: "x"})
+		wantError(t, "file-create without a path", status, body, 422, "path must not be empty")
+		status, body = fs.post(t, "/str-replace", api.StrReplaceRequest{OldStr: "x", NewStr: "y"})
+		wantError(t, "str-replace without a path", status, body, 422, "path must not be empty")
+	})
 	t.Run("too large", func(t *testing.T) {
 		status, body := fs.post(t, "/file-create", api.FileCreateRequest{Path: "big", Content: strings.Repeat("x", api.MaxFileContent+1)})
 		wantError(t, "file-create of 10 MiB + 1", status, body, 422, "limit is 10 MiB")

@@ -95,6 +95,7 @@ func (h *Handler) execInteractive(w http.ResponseWriter, r *http.Request) error 
 		return nil
 	}
 	h.oomFirst(cmd.Process.Pid)
+	p.group.started(cmd.Process.Pid)
 	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 
 	var writeMu sync.Mutex // frames from the output pumps and the exit frame
@@ -116,7 +117,7 @@ func (h *Handler) execInteractive(w http.ResponseWriter, r *http.Request) error 
 	go p.feed(ctx, conn, cancel)
 
 	waitDone := make(chan struct{})
-	go func() { _ = waitCmd(cmd); close(waitDone) }()
+	go func() { _ = waitCmd(cmd); p.group.ended(); close(waitDone) }()
 	select {
 	case <-waitDone:
 	case <-ctx.Done(): // the control plane hung up
@@ -184,18 +185,19 @@ func (o *outputPump) run(send func(byte, []byte) error, kill func()) {
 	}
 }
 
-// interactiveDrainMax bounds what one stream may still yield after the
-// command's group was killed: what its pipe held (at most the pipe size
-// an unprivileged process may set, 1 MiB) and one chunk more; past it, a
-// process that left the group is writing.
-const interactiveDrainMax = 1<<20 + readChunk
+// outputDrainMax bounds what one stream (an interactive exec's or a
+// background process's) may still yield after the command's group was
+// killed: what its pipe held (at most the pipe size an unprivileged
+// process may set, 1 MiB) and one chunk more; past it, a process that
+// left the group is writing.
+const outputDrainMax = 1<<20 + readChunk
 
 // drainOutputs returns when the pumps are done (drained closes), after
 // the command exited. Background children holding the pipes get
 // pipeGrace, then the group goes; what the pipes hold by then is still
 // sent, however long a slow client takes to take it (the exit frame comes
 // after the output's last byte). Only a stream that then waits in Read
-// for pipeDrain, or yields more than interactiveDrainMax, is held by a
+// for pipeDrain, or yields more than outputDrainMax, is held by a
 // process that left the group: it is closed, which ends its pump.
 func drainOutputs(drained <-chan struct{}, outs []*outputPump, kill func()) {
 	grace := time.NewTimer(pipeGrace)
@@ -224,7 +226,7 @@ func drainOutputs(drained <-chan struct{}, outs []*outputPump, kill func()) {
 			if o.inRead.Load() {
 				waited[i] += tick
 			}
-			if waited[i] >= pipeDrain || o.read.Load()-from[i] > interactiveDrainMax {
+			if waited[i] >= pipeDrain || o.read.Load()-from[i] > outputDrainMax {
 				_ = o.r.Close()
 			}
 		}
@@ -237,6 +239,7 @@ type interactiveProc struct {
 	stdin   *os.File          // what stdin frames are written to
 	outputs map[byte]*os.File // by stream
 	inOnce  sync.Once
+	group   runningExec // the command's process group, for signal frames
 }
 
 // startInteractive starts cmd on a PTY or on pipes.
@@ -312,6 +315,12 @@ func (p *interactiveProc) feed(ctx context.Context, conn *websocket.Conn, cancel
 			case api.InteractiveEOF:
 				if p.tty == nil {
 					p.closeInput()
+				}
+			case api.InteractiveSignal:
+				// An unknown name is dropped, as sshd drops a signal
+				// request it does not know.
+				if sig, ok := execSignals[c.Name]; ok {
+					p.group.signal(sig)
 				}
 			case api.InteractiveResize:
 				if p.tty != nil && c.Cols >= 1 && c.Cols <= ptyMaxSize && c.Rows >= 1 && c.Rows <= ptyMaxSize {

@@ -161,7 +161,8 @@ func (t *procTable) get(id string) (*bgProc, error) {
 	if p, ok := t.byID[id]; ok {
 		return p, nil
 	}
-	return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "Process not found")
+	return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "Process not found").
+		WithHint("list the sandbox's background processes and their ids with `boxkite ps`")
 }
 
 func (t *procTable) list() []*bgProc {
@@ -229,43 +230,34 @@ func (h *Handler) spawn(req api.ProcessStartRequest, outputBytes int) (*bgProc, 
 		p.signal(syscall.SIGKILL, api.ProcessKilled)
 	})
 	readDone := make(chan struct{})
+	pump := &outputPump{r: outR}
 	go func() {
 		defer close(readDone)
-		buf := make([]byte, readChunk)
-		for {
-			n, err := outR.Read(buf)
-			if n > 0 && h.opts.slowOutput != nil {
+		pump.run(func(_ byte, b []byte) error {
+			if h.opts.slowOutput != nil {
 				h.opts.slowOutput()
 			}
-			_, _ = p.out.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
+			_, _ = p.out.Write(b)
+			return nil
+		}, func() {})
 	}()
-	go p.wait(cmd, outR, readDone)
+	go p.wait(cmd, pump, readDone)
 	return p, nil
 }
 
 // wait records how the process ended once its shell exited and its output
 // was read. Children that keep the output pipe open past pipeGrace are killed
 // with the group, as /exec does; what the pipe holds by then is still read
-// (a reader not scheduled for the grace would otherwise lose the output's
-// tail), for at most pipeDrain, which only a process that left the group and
-// holds the pipe can make it wait.
-func (p *bgProc) wait(cmd *exec.Cmd, outR *os.File, readDone <-chan struct{}) {
+// however late its reader is scheduled (a wall-clock deadline lost the
+// output's tail on a loaded host), as the interactive exec drains: only a
+// pipe that then keeps its reader waiting in Read for pipeDrain, or yields
+// more than a pipe holds, is held by a process that left the group.
+func (p *bgProc) wait(cmd *exec.Cmd, pump *outputPump, readDone <-chan struct{}) {
 	_ = waitCmd(cmd) // a non-zero exit is a result; ProcessState has it
 	p.watchdog.Stop()
-	grace := time.NewTimer(pipeGrace)
-	select {
-	case <-readDone:
-	case <-grace.C:
-		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		_ = outR.SetReadDeadline(time.Now().Add(pipeDrain))
-		<-readDone
-	}
-	grace.Stop()
-	outR.Close()
+	drainOutputs(readDone, []*outputPump{pump}, func() { _ = syscall.Kill(-p.pgid, syscall.SIGKILL) })
+	<-readDone
+	pump.r.Close()
 
 	// SetWriteDeadline unblocks a pending input write, so inMu comes free.
 	_ = p.stdin.SetWriteDeadline(time.Now())

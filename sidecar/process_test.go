@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -179,8 +180,8 @@ func TestProcessRefuses(t *testing.T) {
 			if status != tt.wantStatus {
 				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, status, body, tt.wantStatus)
 			}
-			if e := decodeError(t, body); !strings.Contains(e.Message, tt.wantMsg) {
-				t.Errorf("message %q, want it to contain %q", e.Message, tt.wantMsg)
+			if e := decodeError(t, body); !strings.Contains(e.Message, tt.wantMsg) || e.Hint == "" {
+				t.Errorf("error %+v, want a message containing %q and a hint", e, tt.wantMsg)
 			}
 		})
 	}
@@ -188,8 +189,8 @@ func TestProcessRefuses(t *testing.T) {
 		t.Parallel()
 		id := startProcess(t, url, "true", 5)
 		for _, q := range []string{"-1", "x"} {
-			if status, body := call(t, "GET", url+"/process/"+id+"/output?since_offset="+q, authed, ""); status != 400 {
-				t.Errorf("since_offset=%s: %d %s, want 400", q, status, body)
+			if status, body := call(t, "GET", url+"/process/"+id+"/output?since_offset="+q, authed, ""); status != 400 || decodeError(t, body).Hint == "" {
+				t.Errorf("since_offset=%s: %d %s, want 400 with a hint", q, status, body)
 			}
 		}
 	})
@@ -477,8 +478,10 @@ func TestProcessOutputTailToASlowReader(t *testing.T) {
 	const size = 64<<10 + 17
 	var once sync.Once
 	url, _ := newToolServer(t, Options{
-		Tools:      ToolLimits{ProcessOutputBytes: 1 << 20},
-		slowOutput: func() { once.Do(func() { time.Sleep(2 * pipeGrace) }) },
+		Tools: ToolLimits{ProcessOutputBytes: 1 << 20},
+		// Longer than the grace and the drain together: a reader the
+		// scheduler leaves this long (a loaded host) still gets the tail.
+		slowOutput: func() { once.Do(func() { time.Sleep(pipeGrace + 2*pipeDrain) }) },
 	})
 	id := startProcess(t, url, fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", size), 30)
 	out := waitProcess(t, url, id, 30*time.Second)
@@ -487,5 +490,21 @@ func TestProcessOutputTailToASlowReader(t *testing.T) {
 	}
 	if out.Status != api.ProcessExited || out.ExitCode == nil || *out.ExitCode != 0 {
 		t.Errorf("status %q, exit %v; want exited 0", out.Status, out.ExitCode)
+	}
+}
+
+// TestProcessOutputHeldOutsideTheGroup: a child that left the process's
+// group and keeps the output pipe open cannot hold the process "running":
+// once the shell exits the pipe is drained for a bounded time and closed,
+// and what was written before is kept.
+func TestProcessOutputHeldOutsideTheGroup(t *testing.T) {
+	t.Parallel()
+	url, _ := newToolServer(t, Options{})
+	marker := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%100000)
+	t.Cleanup(func() { _ = exec.Command("pkill", "-f", "sleep "+marker).Run() })
+	id := startProcess(t, url, "setsid sleep "+marker+" & echo before-exit", 30)
+	out := waitProcess(t, url, id, 20*time.Second)
+	if out.Status != api.ProcessExited || !strings.Contains(out.StdoutChunk, "before-exit") {
+		t.Errorf("status %q, output %q; want exited with the output kept", out.Status, out.StdoutChunk)
 	}
 }

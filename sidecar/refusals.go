@@ -34,6 +34,12 @@ func errIsDir(p string) *api.Error {
 		WithHint("name a file in it; list it with 'boxkite files ls DIR'; copy it whole with 'boxkite files cp -r ID:PATH DST'")
 }
 
+// errNoPath refuses a write or an edit that names no file: "" would be
+// the workspace, and "Path is a directory: " would name nothing.
+func errNoPath(verb string) *api.Error {
+	return api.Invalid("path", "path must not be empty", "name the file to "+verb+", e.g. notes.txt (relative paths are in /workspace)")
+}
+
 // errIsDirWrite refuses a directory where a file is written.
 func errIsDirWrite(p string) *api.Error {
 	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p).

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 )
 
 const testToken = "test-token"
@@ -206,7 +206,7 @@ func needRoot(t testing.TB, why string) {
 // test has ended is a data race.
 func TestServeEndsHijackedRequests(t *testing.T) {
 	t.Parallel()
-	var log syncBuffer
+	var log lockedbuf.Buffer
 	t.Cleanup(func() { // after serve's: cleanups run last registered first
 		if got := log.String(); !strings.Contains(got, "msg=request method=GET path=/pty") {
 			t.Errorf("the /pty request had not returned when its test ended; log:\n%s", got)
@@ -219,22 +219,4 @@ func TestServeEndsHijackedRequests(t *testing.T) {
 		t.Fatalf("dial /pty: %v", err)
 	}
 	_ = conn // left open, as a test that fails half-way leaves it
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

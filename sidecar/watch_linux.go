@@ -26,6 +26,10 @@ const watchMask = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.I
 	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
 	unix.IN_ONLYDIR
 
+// watchGonePoll is how often a quiet watch looks whether its directory
+// was removed (inotify.next says why it must look).
+const watchGonePoll = 250 * time.Millisecond
+
 // inotify is one /watch's inotify instance.
 type inotify struct {
 	f         *os.File
@@ -37,6 +41,8 @@ type inotify struct {
 	recursive bool
 	changes   []api.WatchChange
 	seen      map[api.WatchChange]bool
+	// gone: the watched directory was reported deleted.
+	gone bool
 	// written is the cookie of the last rename of one of writeFile's
 	// temp files (0: none): the rename that ends a write.
 	written uint32
@@ -74,22 +80,44 @@ func (in *inotify) close() { in.f.Close() }
 
 // next waits until deadline for changes and returns the first batch,
 // deduplicated; none means the deadline passed. ctx ends it early.
+//
+// While quiet it looks every watchGonePoll whether the watched directory
+// is gone: the watch holds it open, and the kernel sends IN_DELETE_SELF
+// only once the last descriptor of a removed directory is closed, so an
+// rmdir (or an rm -r, or a move to another filesystem) of the directory
+// itself shows only in its link count.
 func (in *inotify) next(ctx context.Context, deadline time.Time) ([]api.WatchChange, error) {
 	in.changes, in.seen = []api.WatchChange{}, map[api.WatchChange]bool{}
-	if err := in.f.SetReadDeadline(deadline); err != nil {
-		return nil, fmt.Errorf("inotify deadline: %w", err)
-	}
 	stop := context.AfterFunc(ctx, func() { _ = in.f.SetReadDeadline(time.Now()) })
 	defer stop()
 	buf := make([]byte, 64<<10)
 	settling := false
+	wake := func(at time.Time) error {
+		if poll := time.Now().Add(watchGonePoll); !settling && !in.gone && poll.Before(at) {
+			at = poll
+		}
+		if err := in.f.SetReadDeadline(at); err != nil {
+			return fmt.Errorf("inotify deadline: %w", err)
+		}
+		return ctx.Err() // cancelled meanwhile: AfterFunc's deadline may be overwritten
+	}
+	if err := wake(deadline); err != nil {
+		return nil, err
+	}
 	for {
 		n, err := in.f.Read(buf)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return in.changes, nil
+			in.checkGone()
+			if len(in.changes) > 0 || !time.Now().Before(deadline) {
+				return in.changes, nil
+			}
+			if err := wake(deadline); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read inotify: %w", err)
@@ -97,9 +125,22 @@ func (in *inotify) next(ctx context.Context, deadline time.Time) ([]api.WatchCha
 		_ = in.v.user.do(func() error { in.parse(buf[:n]); return nil })
 		if len(in.changes) > 0 && !settling {
 			settling = true
-			_ = in.f.SetReadDeadline(time.Now().Add(watchSettle))
+			if err := wake(time.Now().Add(watchSettle)); err != nil {
+				return nil, err
+			}
 		}
 	}
+}
+
+// checkGone records the watched directory as deleted once it has no links
+// left (see next); a later batch does not report it again.
+func (in *inotify) checkGone() {
+	var st unix.Stat_t
+	if in.gone || unix.Fstat(in.root.dir(), &st) != nil || st.Nlink > 0 {
+		return
+	}
+	in.gone = true
+	in.record(".", api.WatchDeleted)
 }
 
 // add watches the directory rel (relative to the root), held by the
@@ -174,7 +215,8 @@ func (in *inotify) parse(buf []byte) {
 		}
 		rel := path.Join(dir, name)
 		if mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 {
-			if dir == "" {
+			if dir == "" && !in.gone {
+				in.gone = mask&unix.IN_DELETE_SELF != 0
 				in.record(".", api.WatchDeleted)
 			}
 			continue // a subdirectory's removal is reported by its parent

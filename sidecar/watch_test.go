@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -234,5 +235,60 @@ func TestWatchStreamNewDirectory(t *testing.T) {
 	want := []api.WatchChange{ch("n1", api.WatchCreated), ch("n1/n2", api.WatchCreated), ch("n1/n2/f", api.WatchCreated), ch("n1/n2/f", api.WatchModified)}
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
+
+// TestWatchDirectoryRemoved: a watch whose own directory is removed or
+// moved away answers at once with "." deleted, whatever it held. The
+// watch keeps the directory open, so the kernel's IN_DELETE_SELF would
+// wait for it to close: before, an rmdir of the watched directory was
+// seen only when the timeout (here longer than watchAfter waits) ran out.
+func TestWatchDirectoryRemoved(t *testing.T) {
+	t.Parallel()
+	fs := newFileServer(t, Options{})
+	ch := func(p, ev string) api.WatchChange { return api.WatchChange{Path: p, Event: ev} }
+	tests := []struct {
+		name      string
+		files     []string // made below the directory first
+		recursive bool
+		act       func(dir string) error
+		want      []api.WatchChange
+	}{
+		{"rmdir", nil, false, os.Remove, []api.WatchChange{ch(".", api.WatchDeleted)}},
+		{"rmdir recursive", nil, true, os.Remove, []api.WatchChange{ch(".", api.WatchDeleted)}},
+		{"rm -r", []string{"f"}, false, os.RemoveAll, []api.WatchChange{ch("f", api.WatchDeleted), ch(".", api.WatchDeleted)}},
+		{"rm -r recursive", []string{"sub/f"}, true, os.RemoveAll, []api.WatchChange{
+			ch("sub/f", api.WatchDeleted), ch("sub", api.WatchDeleted), ch(".", api.WatchDeleted),
+		}},
+		{"moved out", []string{"f"}, false, func(dir string) error {
+			return os.Rename(dir, fs.base+"/stage/"+filepath.Base(dir))
+		}, []api.WatchChange{ch(".", api.WatchDeleted)}},
+	}
+	if err := os.MkdirAll(fs.base+"/stage", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := fmt.Sprintf("gone%d", i)
+			dir := filepath.Join(fs.ws, name)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tt.files {
+				writeFile(t, filepath.Join(dir, f), "x", 0o644)
+			}
+			armed := dir
+			if tt.recursive && len(tt.files) > 0 {
+				armed = filepath.Join(dir, filepath.Dir(tt.files[0]))
+			}
+			got := watchAfter(t, fs, api.WatchRequest{Path: name, TimeoutSeconds: 60, Recursive: tt.recursive}, armed, func() {
+				if err := tt.act(dir); err != nil {
+					t.Error(err)
+				}
+			})
+			if diff := cmp.Diff(tt.want, got.Changes, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("watch of %s (-want +got):\n%s", name, diff)
+			}
+		})
 	}
 }

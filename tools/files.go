@@ -41,13 +41,22 @@ func runFileCreate(ctx context.Context, sb Sandbox, args json.RawMessage) (strin
 	}
 	req := api.FileCreateRequest{Path: in.Path, Content: in.Content}
 	if err := api.FileBodyFits(req); err != nil {
-		return "Error: " + err.Error() + "\nHint: write the file in parts: file_create with the first part, then append the rest in smaller pieces with bash_tool (cat >> FILE)", nil
+		return "Error: " + err.Error() + "\nHint: write the file in parts: file_create with the first part, then append the rest in smaller pieces with " + shellTool(ctx) + " (cat >> FILE)", nil
 	}
 	res, err := sb.WriteFile(ctx, req)
 	if text, done, err := result(ctx, err); done {
 		return text, err
 	}
 	return fmt.Sprintf("Created file: %s (%d bytes)", orPath(res.Path, in.Path), res.Size), nil
+}
+
+// shellTool is the tool that runs a command for the agent calling: exec
+// in MCP's set, bash_tool in this package's own.
+func shellTool(ctx context.Context) string {
+	if serves(ctx, "exec") {
+		return "exec"
+	}
+	return "bash_tool"
 }
 
 // orPath is the sandbox's name for a path when it gave one, else the agent's.

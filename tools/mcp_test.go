@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +111,13 @@ func TestMCPTools(t *testing.T) {
 		{
 			name: "view an image", tool: "view", args: `{"session_id":"sb-1","path":"shot.png"}`,
 			want: "Error: shot.png is an image; view shows text. Use exec (e.g. `file`, `identify`) to inspect it.",
+		},
+		{
+			// MCP's shell tool is exec: the hint names it, not bash_tool.
+			name: "file too large", tool: "file_create",
+			args: fmt.Sprintf(`{"session_id":"sb-1","path":"big.txt","content":%q}`, strings.Repeat("y", 11<<20)),
+			want: fmt.Sprintf("Error: content is %d bytes; the limit is 10 MiB\n", 11<<20) +
+				"Hint: write the file in parts: file_create with the first part, then append the rest in smaller pieces with exec (cat >> FILE)",
 		},
 		{
 			name: "view bad range", tool: "view", args: `{"session_id":"sb-1","path":"a.txt","view_range":[2]}`,

@@ -167,7 +167,7 @@ func (m *Model) created(msg createdMsg) tea.Cmd {
 	c := &m.create
 	c.submitting = false
 	if msg.err != nil {
-		c.err = errText(msg.err)
+		c.err = errHinted(msg.err)
 		return nil
 	}
 	if m.current() == screenCreate {

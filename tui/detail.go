@@ -126,7 +126,7 @@ func (m *Model) detailView() string {
 	var b strings.Builder
 	switch {
 	case d.sb == nil && d.err != nil:
-		return m.st.err.Render("cannot read sandbox: "+oneLine(errText(d.err))) + "\n"
+		return m.st.err.Render("cannot read sandbox: "+oneLine(errHinted(d.err))) + "\n"
 	case d.sb == nil:
 		return "loading…\n"
 	}

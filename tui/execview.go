@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -98,14 +99,16 @@ func (m *Model) execView() string {
 		b.WriteString(m.st.dim.Render("running "+oneLine(e.running)+"…") + "\n")
 		return b.String()
 	case e.err != nil:
-		b.WriteString(m.st.err.Render("exec "+oneLine(e.ran)+": "+oneLine(errText(e.err))) + "\n")
+		b.WriteString(m.st.err.Render("exec "+oneLine(e.ran)+": "+oneLine(errHinted(e.err))) + "\n")
 		return b.String()
 	case e.result == nil:
 		b.WriteString(m.st.dim.Render(fmt.Sprintf("runs with a %ds timeout; the output appears here", api.DefaultExecTimeout)) + "\n")
 		return b.String()
 	}
 	r := e.result
-	status := fmt.Sprintf("%s  exit %d  %s", oneLine(e.ran), r.ExitCode, time.Duration(r.DurationMS)*time.Millisecond)
+	// The command is cut to fit, not what it came to.
+	outcome := fmt.Sprintf("  exit %d  %s", r.ExitCode, time.Duration(r.DurationMS)*time.Millisecond)
+	status := ansi.Truncate(oneLine(e.ran), max(m.width-ansi.StringWidth(outcome), 1), "…") + outcome
 	if r.ExitCode == 0 {
 		b.WriteString(m.st.ok.Render(fit(status, m.width)) + "\n")
 	} else {

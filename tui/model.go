@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -273,8 +274,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case attachDoneMsg:
+		if e, ok := errors.AsType[*ShellExited](msg.err); ok {
+			m.setNote(fmt.Sprintf("the shell in %s exited (exit code %d)", msg.id, e.Code), e.Code != 0)
+			return m, m.loadSandboxes()
+		}
 		if msg.err != nil {
-			m.setNote("attach: "+errText(msg.err), true)
+			m.setNote("attach: "+errHinted(msg.err), true)
 		} else {
 			m.setNote("detached from "+msg.id, false)
 		}
@@ -282,7 +287,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case pausedMsg:
 		verb := map[bool]string{false: "paused ", true: "resumed "}[msg.resumed]
 		if msg.err != nil {
-			m.setNote(strings.TrimSpace(verb)+" "+msg.id+": "+errText(msg.err), true)
+			m.setNote(strings.TrimSpace(verb)+" "+msg.id+": "+errHinted(msg.err), true)
 			return m, nil
 		}
 		m.setNote(verb+msg.id, false)
@@ -292,7 +297,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.loadSandboxes()
 	case destroyedMsg:
 		if msg.err != nil {
-			m.setNote(fmt.Sprintf("destroy %s: %v", msg.id, msg.err), true)
+			m.setNote("destroy "+msg.id+": "+errHinted(msg.err), true)
 			return m, nil
 		}
 		m.setNote("destroyed "+msg.id, false)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -587,5 +588,98 @@ func TestLogInfoLineCounts(t *testing.T) {
 	m.log.query = "exec"
 	if line := m.logInfoLine(); !strings.Contains(line, `"exec": 1 match`) || strings.Contains(line, "matches") {
 		t.Errorf("info line %q, want 1 match", line)
+	}
+}
+
+// TestAttachShellExited: an attachment that ends because the sandbox's
+// shell exited comes back to the browser saying its exit code (as
+// boxkite attach exits with it), as an error only when it is not 0.
+func TestAttachShellExited(t *testing.T) {
+	for _, c := range []struct {
+		code    int
+		want    string
+		wantErr bool
+	}{
+		{code: 0, want: "exited (exit code 0)"},
+		{code: 3, want: "exited (exit code 3)", wantErr: true},
+		{code: 137, want: "exited (exit code 137)", wantErr: true},
+	} {
+		src := newFakeSource()
+		m := newTestModel(t, src, 100, 24)
+		load(m)
+		m.Update(attachDoneMsg{id: src.sandboxes[1].ID, err: &ShellExited{Code: c.code}})
+		want := "the shell in " + src.sandboxes[1].ID + " " + c.want
+		if m.note != want || m.noteErr != c.wantErr {
+			t.Errorf("exit %d: note %q (error %v), want %q (error %v)", c.code, m.note, m.noteErr, want, c.wantErr)
+		}
+		if !strings.Contains(m.View(), c.want) {
+			t.Errorf("exit %d: the view does not say %q:\n%s", c.code, c.want, m.View())
+		}
+	}
+}
+
+// TestErrorsShowHints: an API error's hint (what to do) is shown with its
+// message wherever the TUI reports a failed call, as the CLI prints its
+// hint: line.
+func TestErrorsShowHints(t *testing.T) {
+	refused := &api.Error{
+		Code: "validation_error", Message: "lifetime_minutes 6000 exceeds the maximum of 1440",
+		Hint: "ask for at most 1440 minutes and extend the sandbox later",
+	}
+	tests := []struct {
+		name string
+		do   func(m *Model) tea.Cmd // the keys that make the failing call
+	}{
+		{"create", func(m *Model) tea.Cmd { return keys(m, "c", "enter") }},
+		{"exec", func(m *Model) tea.Cmd { keys(m, "e"); typeText(m, "true"); return keys(m, "enter") }},
+		{"destroy", func(m *Model) tea.Cmd { return keys(m, "d", "y") }},
+		{"pause", func(m *Model) tea.Cmd { return keys(m, "p") }},
+		{"detail", func(m *Model) tea.Cmd { return m.loadDetail(m.list.selected) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := newFakeSource()
+			m := newTestModel(t, src, 200, 24)
+			load(m)
+			src.refuse = refused
+			if tt.name == "detail" {
+				keys(m, "enter")
+			}
+			cmd := tt.do(m)
+			if cmd == nil {
+				t.Fatalf("no call made:\n%s", m.View())
+			}
+			m.Update(cmd())
+			view := m.View()
+			for _, want := range []string{refused.Message, "hint: " + refused.Hint} {
+				if !strings.Contains(view, want) {
+					t.Errorf("the screen lacks %q:\n%s", want, view)
+				}
+			}
+		})
+	}
+}
+
+// TestExecStatusKeepsExitCode: a command longer than the screen is cut,
+// not its exit code and duration after it.
+func TestExecStatusKeepsExitCode(t *testing.T) {
+	src := newFakeSource()
+	m := newTestModel(t, src, 80, 24)
+	load(m)
+	keys(m, "e")
+	typeText(m, "printf '%s\\n' "+strings.Repeat("long-argument ", 12))
+	cmd := keys(m, "enter")
+	if cmd == nil {
+		t.Fatalf("no run after enter:\n%s", m.View())
+	}
+	m.Update(cmd())
+	view := m.View()
+	if !strings.Contains(view, "exit 1  42ms") {
+		t.Errorf("the exit code and duration are not shown:\n%s", view)
+	}
+	for i, line := range strings.Split(view, "\n") {
+		if w := ansi.StringWidth(line); w > 80 {
+			t.Errorf("line %d is %d wide: %q", i, w, line)
+		}
 	}
 }

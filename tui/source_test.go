@@ -26,7 +26,8 @@ type fakeSource struct {
 	sandboxes []api.Sandbox
 	entries   map[string][]api.LogEntry
 	watchers  []chan api.LogEntry
-	down      bool // every call fails as if the server were gone
+	down      bool  // every call fails as if the server were gone
+	refuse    error // every call fails with it, as an API error would
 	created   []api.CreateSandboxRequest
 	deleted   []string
 	paused    []string // the statuses PauseSandbox and ResumeSandbox set, in order
@@ -88,7 +89,7 @@ func (f *fakeSource) check() error {
 	if f.down {
 		return errDown
 	}
-	return nil
+	return f.refuse
 }
 
 func (f *fakeSource) appendEntry(e api.LogEntry) {

@@ -155,6 +155,29 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// hinter is an error that says what to do about it.
+type hinter interface {
+	error
+	Hint() string
+}
+
+// errHinted is errText followed by what to do, when the error says: an
+// API error's hint, or the Hint() of the client's own errors (the CLI
+// prints the same as its hint: line).
+func errHinted(err error) string {
+	text := errText(err)
+	var hint string
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		hint = e.Hint
+	} else if h, ok := errors.AsType[hinter](err); ok {
+		hint = h.Hint()
+	}
+	if hint = strings.TrimSpace(hint); hint != "" {
+		text += "; hint: " + hint
+	}
+	return text
+}
+
 func (m *Model) helpBar() string {
 	if m.confirm != "" {
 		return m.help.ShortHelpView([]key.Binding{m.keys.Yes, m.keys.No})

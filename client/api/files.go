@@ -183,6 +183,8 @@ type WatchRequest struct {
 }
 
 // WatchChange is one change; Path is relative to the watched directory.
+// Path "." with Event "deleted" is the watched directory itself, removed
+// or moved away (docs/files.md).
 type WatchChange struct {
 	Path  string `json:"path"`
 	Event string `json:"event"`

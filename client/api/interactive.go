@@ -16,9 +16,11 @@ import (
 //   - binary frames carry bytes, the first byte naming the stream:
 //     StreamStdin from the client, StreamStdout and StreamStderr to it
 //     (on a PTY everything is StreamStdout);
-//   - text frames are InteractiveControl: "resize" and "eof" (end of
-//     stdin) from the client, one "exit" to it when the command ended,
-//     after the last output, before a normal close.
+//   - text frames are InteractiveControl: "resize", "eof" (end of
+//     stdin) and "signal" (Name: SIGINT, SIGTERM, SIGHUP or SIGKILL, sent
+//     to the command's process group, as an SSH client's signal request)
+//     from the client, one "exit" to it when the command ended, after
+//     the last output, before a normal close.
 //
 // Closing the WebSocket ends the command (its process group is killed).
 // It is audited as an "exec" entry with detail.interactive set.
@@ -32,6 +34,7 @@ const (
 const (
 	InteractiveResize = "resize"
 	InteractiveEOF    = "eof"
+	InteractiveSignal = "signal"
 	InteractiveExit   = "exit"
 )
 
@@ -46,6 +49,7 @@ type InteractiveControl struct {
 	Rows     int    `json:"rows,omitempty"`      // resize: 1..1000
 	ExitCode *int   `json:"exit_code,omitempty"` // exit
 	Message  string `json:"message,omitempty"`   // exit: why, when the command could not start
+	Name     string `json:"name,omitempty"`      // signal: SIGINT, SIGTERM, SIGHUP or SIGKILL
 	// Signal is, on exit, the number of the signal that ended the command
 	// (then ExitCode is 128+Signal, as a shell reports it); 0 when it
 	// exited. It tells `exit 137` from a SIGKILL.

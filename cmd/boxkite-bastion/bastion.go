@@ -438,7 +438,9 @@ func fail(s ssh.Session, err error) {
 // with its status: stdin streams as the client sends it (its end is the
 // command's end of input), output bytes pass unchanged, and when the
 // client asked for a PTY the command runs on one, as under OpenSSH's sshd,
-// with the window size and its changes.
+// with the window size and its changes. A signal request (RFC 4254 §6.9:
+// INT, TERM, HUP, KILL; others are dropped, as sshd drops one it does not
+// know) goes to the command's process group.
 func (b *bastion) exec(s ssh.Session, c *client.Client, req api.InteractiveRequest) {
 	ctx, cancel := context.WithCancel(s.Context())
 	defer cancel()
@@ -446,11 +448,28 @@ func (b *bastion) exec(s ssh.Session, c *client.Client, req api.InteractiveReque
 	if tty && req.Subsystem == "" {
 		req.TTY, req.Cols, req.Rows, req.Term = true, pty.Window.Width, pty.Window.Height, pty.Term
 	}
+	// Registered first: a signal requested before the command started
+	// is held and goes once it runs.
+	sigs := make(chan ssh.Signal, 4)
+	s.Signals(sigs)
+	defer s.Signals(nil)
 	x, err := c.StartInteractive(ctx, sandboxOf(s.Context(), s.User()), req)
 	if err != nil {
 		fail(s, err)
 		return
 	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case sig := <-sigs:
+				// Read on until the end, failed or not: the session's
+				// request loop waits on this channel.
+				_ = x.SendSignal(ctx, "SIG"+string(sig))
+			}
+		}
+	}()
 	if req.TTY {
 		go func() {
 			for w := range winch {

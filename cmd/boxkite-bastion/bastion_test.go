@@ -28,6 +28,7 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/servertest"
 )
@@ -631,7 +632,7 @@ func TestShutdownTellsSessions(t *testing.T) {
 	addr, done := startBastionCtx(t, ctx, f.srv.BaseURL, nil)
 	f.addr = addr
 	cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "echo started; sleep 60"), "")
-	var stdout, stderr lockedBuffer
+	var stdout, stderr lockedbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -650,24 +651,6 @@ func TestShutdownTellsSessions(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer a command writes while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestDestroyedSandboxTellsSessions destroys the sandbox under an ssh
 // session on its terminal and under a command: each reads why it ends
 // and exits 1, where the terminal closed as if the shell had exited
@@ -678,7 +661,7 @@ func TestDestroyedSandboxTellsSessions(t *testing.T) {
 	s.typeText("echo ready-$((6*7))\r")
 	s.expect("ready-42")
 	cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "echo started; sleep 60"), "")
-	var stdout, stderr lockedBuffer
+	var stdout, stderr lockedbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -713,7 +696,7 @@ func TestPausedSandboxTellsCommand(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, mode := range []string{api.PauseFreeze, api.PauseFilesystem} {
 		cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "echo started; sleep 60"), "")
-		var stdout, stderr lockedBuffer
+		var stdout, stderr lockedbuf.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	gossh "golang.org/x/crypto/ssh"
 )
 
@@ -41,7 +42,7 @@ func TestExitStatus(t *testing.T) {
 			if c.typed == "" {
 				cmd := f.sshCmd(t, f.sshArgs(f.goodKey, c.flags, c.cmd...), "")
 				cmd.Stdin = strings.NewReader(c.stdin)
-				var stdout, stderr lockedBuffer
+				var stdout, stderr lockedbuf.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				err := waitGuarded(t, cmd)
 				if got := exitCodeOf(t, err); got != c.want {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 )
 
 // TestShellWithoutPTYEndsAtEOF runs the scripts' ways of reaching the
@@ -43,7 +45,7 @@ func TestShellWithoutPTYEndsAtEOF(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := f.sshCmd(t, f.sshArgs(f.goodKey, c.flags, c.cmd...), "")
 			cmd.Stdin = strings.NewReader(c.stdin)
-			var stdout, stderr lockedBuffer
+			var stdout, stderr lockedbuf.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := waitGuarded(t, cmd); err != nil {
 				t.Fatalf("ssh without a PTY: %v, stderr %q; want exit 0", err, stderr.String())

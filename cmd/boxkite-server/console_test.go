@@ -119,7 +119,8 @@ func buildWithoutNode(t *testing.T) string {
 // sign in, create a sandbox, extend it by 30 minutes (and past the longest
 // lifetime, refused with the API's hint), type `echo hi-from-ui` into its terminal and
 // see the output, see the command in the live audit log as Enter is pressed,
-// resize the terminal, upload and download a file byte-exact, preview a
+// resize the terminal, paste more than a WebSocket frame the server
+// takes into it, click it with mouse reporting on (bytes, not UTF-8), upload and download a file byte-exact, preview a
 // web server of the sandbox, fork, pause and resume, API keys with an
 // expiry (an expired one marked so), a read-only viewer
 // who cannot type, another account's sandbox as the not-found page, phone
@@ -214,7 +215,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	want := []string{
 		"signin.redirect", "signin.keyboard", "signin.cookie", "signin.cookie-hidden", "create", "extend.adds", "extend.hint",
-		"terminal.output", "log.live-on-enter", "log.expand", "terminal.resize", "readonly.checkbox", "readonly.sees-others",
+		"terminal.output", "log.live-on-enter", "log.expand", "terminal.resize", "terminal.paste-1mib", "terminal.mouse-bytes", "readonly.checkbox", "readonly.sees-others",
 		"readonly.cannot-type", "terminal.keyboard-leaves", "files.byte-exact", "log.recording", "processes.listed", "preview.open", "preview.revoke", "fork", "fork.destroy", "pause", "pause.no-terminal", "resume", "page.snapshots", "page.secrets", "page.keys", "page.ssh-keys",
 		"page.images", "page.volumes", "keys.default-expiry", "keys.create-expiry", "keys.expired-marked", "notfound.other-account/", "notfound.other-account/log",
 		"notfound.other-account/terminal", "phone.sandboxes.no-overflow", "phone.sandbox.no-overflow",

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 )
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 type serverProcess struct {
 	cmd  *exec.Cmd
 	base string
-	out  *lockedBuffer
+	out  *lockedbuf.Buffer
 	done chan struct{}
 }
 
@@ -66,7 +67,7 @@ func startServerBinary(t *testing.T, bin, stateDir, key string, extra ...string)
 	}
 	cmd.Args = append(cmd.Args, "--bootstrap-key-file", keyFile)
 	cmd.Env = append(os.Environ(), runServerEnv+"=1", "BOXKITE_SERVER_WARM_POOL=0")
-	p := &serverProcess{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &serverProcess{cmd: cmd, out: &lockedbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

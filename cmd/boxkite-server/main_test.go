@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/local"
@@ -200,24 +200,6 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
-// lockedBuffer is written by the server goroutine and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServeAndStop starts the real program on a free port with a
 // bootstrap key, uses the API, and stops it as SIGTERM would.
 func TestServeAndStop(t *testing.T) {
@@ -230,7 +212,7 @@ func TestServeAndStop(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
+	var out lockedbuf.Buffer
 	done := make(chan int, 1)
 	stopped := make(chan struct{})
 	go func() {

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/boxkite/boxkite/client/api"
 )
 
@@ -71,8 +73,12 @@ func (c *Console) proxyAPI(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// isWebSocket reports whether r is a WebSocket handshake as the API's
+// WebSocket library reads one: "websocket" among the tokens of its Upgrade
+// headers, in any case ("websocket, foo/1" included), so that no spelling
+// of the handshake the API would accept skips the origin check.
 func isWebSocket(r *http.Request) bool {
-	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+	return httpguts.HeaderValuesContainsToken(r.Header["Upgrade"], "websocket")
 }
 
 // dataWriter keeps the console's data policy on an API answer (the API

@@ -276,10 +276,14 @@ func TestCrossOrigin(t *testing.T) {
 	}
 	b.signIn("eve@example.com", "correct horse")
 	ws := []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}
-	for _, origin := range []string{"http://evil.example", ""} {
-		resp, body = b.do("GET", "/ui/api/v1/sandboxes/0b9e0a5e-0000-4000-8000-000000000000/takeover", nil, append(ws, "Origin", origin)...)
-		if resp.StatusCode != http.StatusForbidden || errCode(t, body) != api.CodeForbidden {
-			t.Errorf("WebSocket from origin %q: %d %s, want 403", origin, resp.StatusCode, body)
+	// Every Upgrade header the WebSocket library accepts is a handshake,
+	// as it reads the header: a list of tokens, in any case.
+	for _, upgrade := range []string{"websocket", "WebSocket", "websocket, foo/1", "foo/1,websocket", " websocket "} {
+		for _, origin := range []string{"http://evil.example", "null", ""} {
+			resp, body = b.do("GET", "/ui/api/v1/sandboxes/0b9e0a5e-0000-4000-8000-000000000000/takeover", nil, append(ws, "Upgrade", upgrade, "Origin", origin)...)
+			if resp.StatusCode != http.StatusForbidden || errCode(t, body) != api.CodeForbidden {
+				t.Errorf("WebSocket (Upgrade: %q) from origin %q: %d %s, want 403", upgrade, origin, resp.StatusCode, body)
+			}
 		}
 	}
 	// The same handshake from the console's origin reaches the API, which

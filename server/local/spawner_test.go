@@ -28,12 +28,7 @@ import (
 // the helper's socket, and a helper that died is started again by the
 // next create.
 func TestSpawner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the spawner needs root, as CI has")
-		}
-		t.Skip("the spawner needs root")
-	}
+	needSpawnerRoot(t)
 	t.Parallel()
 	d := newDriver(t)
 	ctx := context.Background()
@@ -102,12 +97,7 @@ func TestSpawner(t *testing.T) {
 // the hands of the sandbox's root. Not parallel: the stray descriptor
 // would reach other tests' children too.
 func TestSpawnerPassesNoStrayDescriptor(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the spawner needs root, as CI has")
-		}
-		t.Skip("the spawner needs root")
-	}
+	needSpawnerRoot(t)
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
 		t.Fatal(err)
@@ -148,12 +138,7 @@ func TestSpawnerPassesNoStrayDescriptor(t *testing.T) {
 // failed with the end of the answer's pipe. The first helper here reads
 // one request and exits; the next is the sidecar.
 func TestSpawnerHelperDiesWithRequest(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the spawner needs root, as CI has")
-		}
-		t.Skip("the spawner needs root")
-	}
+	needSpawnerRoot(t)
 	t.Parallel()
 	d := newDriver(t)
 	// New starts its helper in the background, reading d.spawner: swap it
@@ -227,12 +212,7 @@ func fdTargets(t *testing.T, pid int) []string {
 // started (another sandbox's disk) nor one made after reaches it, and it
 // keeps /proc, /dev and the way to its binary, so jails still start.
 func TestSpawnerMountNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the spawner needs root, as CI has")
-		}
-		t.Skip("the spawner needs root")
-	}
+	needSpawnerRoot(t)
 	t.Parallel()
 	dir := t.TempDir()
 	before, after := filepath.Join(dir, "before"), filepath.Join(dir, "after")
@@ -290,4 +270,98 @@ func mountPointsOf(t *testing.T, pid int) []string {
 		}
 	}
 	return out
+}
+
+// TestSpawnerWaitsOnPoller: the idle spawner's helper waits for requests
+// on the runtime's poller, not in a recvmsg on its socket. A blocked
+// recvmsg holds the helper's one P in a system call, which sysmon retakes
+// and hands to another thread, for every request (issue 27; BENCHMARKS.md
+// session 28). Read from each thread's /proc/PID/task/TID/syscall once
+// the helper has served a create and settled: every thread asleep in a
+// system call.
+func TestSpawnerWaitsOnPoller(t *testing.T) {
+	needSpawnerRoot(t)
+	t.Parallel()
+	d := newDriver(t)
+	ctx := context.Background()
+	if _, err := d.Create(ctx, model.Spec{ID: "poller"}); err != nil {
+		t.Fatal(err)
+	}
+	helper := d.spawner.PID()
+	if helper == 0 {
+		t.Fatal("no spawner helper runs")
+	}
+	// Settled: three readings in a row with every thread in a system call
+	// and one of them waiting for the socket, in recvmsg or the poller's
+	// epoll_pwait.
+	settled := 0
+	var calls map[int]int
+	for deadline := time.Now().Add(time.Minute); settled < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the helper never settled: system calls by thread %v (-1: running)", calls)
+		}
+		calls = threadSyscalls(t, helper)
+		waiting, busy := false, false
+		for _, nr := range calls {
+			switch nr {
+			case -1:
+				busy = true
+			case unix.SYS_RECVMSG, unix.SYS_EPOLL_PWAIT:
+				waiting = true
+			}
+		}
+		if waiting && !busy {
+			settled++
+		} else {
+			settled = 0
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for tid, nr := range calls {
+		if nr == unix.SYS_RECVMSG {
+			t.Errorf("helper thread %d waits in recvmsg, not on the poller (system calls by thread: %v)", tid, calls)
+		}
+	}
+}
+
+// threadSyscalls returns the system call each thread of pid is in, by
+// thread id, from /proc/PID/task/TID/syscall: its number, or -1 for a
+// thread running (or between calls).
+func threadSyscalls(tb testing.TB, pid int) map[int]int {
+	tb.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	calls := make(map[int]int, len(tasks))
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "syscall"))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		f := strings.Fields(string(b))
+		nr, err := strconv.Atoi(f[0])
+		if err != nil {
+			nr = -1 // "running", or "-1 ..." for a thread between calls
+		}
+		calls[tid] = nr
+	}
+	return calls
+}
+
+// needSpawnerRoot fails the test without root under CI, which has it,
+// and skips it elsewhere: only root starts the spawner's helper.
+func needSpawnerRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the spawner needs root, as CI has")
+		}
+		t.Skip("the spawner needs root")
+	}
 }

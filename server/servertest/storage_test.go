@@ -19,6 +19,7 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/internal/objtest"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
@@ -58,7 +59,7 @@ type storageRun struct {
 	s      *servertest.Server
 	obj    *objtest.Server
 	b      storagesync.Backend
-	logs   *lockedBuffer
+	logs   *lockedbuf.Buffer
 	c      *client.Client
 	sb     *api.Sandbox
 	prefix string // the sandbox's keys in the bucket
@@ -66,7 +67,7 @@ type storageRun struct {
 
 func startStorageRun(t *testing.T, kind string, edit func(*server.StorageConfig, *objtest.Server)) *storageRun {
 	t.Helper()
-	r := &storageRun{logs: &lockedBuffer{}}
+	r := &storageRun{logs: &lockedbuf.Buffer{}}
 	r.s, r.obj, r.b = storageServer(t, kind, r.logs, edit)
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("BOXKITE_TEST_SERVER_LOG") != "" {
@@ -358,24 +359,6 @@ func credentials(obj *objtest.Server) []string {
 		}
 	}
 	return out
-}
-
-// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func tail(s string, n int) string {

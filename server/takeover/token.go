@@ -136,12 +136,18 @@ func (s *Service) parseTakeoverToken(ctx context.Context, token, sandboxID strin
 // AuthenticateTakeover serves the routes a takeover token opens: the
 // terminal (WS …/takeover, token in ?token= or the header) and, for the
 // bastion's `ssh id@host cmd`, exec (header only). An API key works as
-// everywhere else.
+// everywhere else, and on a GET (the WebSocket routes) as ?api_key= too.
 func (s *Service) AuthenticateTakeover(r *http.Request) error {
 	var token string
-	if r.Header.Get("Authorization") == "" && r.Method == http.MethodGet && r.URL.Query().Has("token") {
-		token = r.URL.Query().Get("token")
-	} else {
+	q, fromQuery := r.URL.Query(), r.Header.Get("Authorization") == "" && r.Method == http.MethodGet
+	switch {
+	case fromQuery && q.Has("token"):
+		token = q.Get("token")
+	case fromQuery && q.Has("api_key"):
+		// The WebSocket routes' ?api_key= (httpx.AuthKeyQuery): a
+		// browser's WebSocket cannot send the header. A key only.
+		return s.d.AuthenticateKey(r, q.Get("api_key"))
+	default:
 		t, err := httpx.BearerToken(r)
 		if err != nil {
 			return err

@@ -339,6 +339,13 @@ func (s *Spawner) PID() int {
 // flight. Its caller keeps the main goroutine locked to the main thread:
 // the threads that enter the skeleton (skeleton_linux.go) end with their
 // goroutines, which the main thread cannot.
+//
+// The socket is read through the runtime's poller, on a goroutine of its
+// own, while the locked main goroutine waits for it: a recvmsg blocked on
+// the socket leaves its P in a system call, which sysmon retakes (the
+// helper runs with GOMAXPROCS 1, so no P idles) and hands to a thread
+// started or woken for it, once per request; and a locked goroutine
+// parked on the poller hands its P off each time too (issue 27).
 func ServeSpawner(self string) error {
 	if _, err := unix.FcntlInt(spawnerConnFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return fmt.Errorf("serve spawner: fd %d: %w", spawnerConnFD, err)
@@ -367,6 +374,24 @@ func ServeSpawner(self string) error {
 	if err := unix.CloseRange(spawnerConnFD+1, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("serve spawner: mark inherited descriptors close-on-exec: %w", err)
 	}
+	if err := unix.SetNonblock(spawnerConnFD, true); err != nil {
+		return fmt.Errorf("serve spawner: fd %d: %w", spawnerConnFD, err)
+	}
+	conn := os.NewFile(spawnerConnFD, "spawner") // non-blocking: on the poller
+	defer conn.Close()
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("serve spawner: %w", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- serveRequests(h, rc) }()
+	return <-served
+}
+
+// serveRequests reads the spawner's requests from conn (ServeSpawner) and
+// serves each on a goroutine of its own until the caller closes its end,
+// then waits for those in flight.
+func serveRequests(h helperNS, conn syscall.RawConn) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	buf := make([]byte, maxSpawnRequest)
@@ -374,7 +399,15 @@ func ServeSpawner(self string) error {
 	for {
 		// MSG_CMSG_CLOEXEC: a request's descriptors must never reach
 		// another request's jail, cloned meanwhile on another thread.
-		n, oobn, flags, _, err := unix.Recvmsg(spawnerConnFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		var n, oobn, flags int
+		var rerr error
+		err := conn.Read(func(fd uintptr) bool {
+			n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+			return !errors.Is(rerr, unix.EAGAIN)
+		})
+		if err == nil {
+			err = rerr
+		}
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

@@ -3,12 +3,15 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -52,6 +55,8 @@ func handler(name string, backend Backend, optional []tools.Tool) mcp.ToolHandle
 		if req.Params != nil {
 			args = req.Params.Arguments
 		}
+		ctx, stop := callContext(ctx)
+		defer stop()
 		return Result(tools.Call(ctx, tools.MCP(p, bind, optional...), nil, name, args)), nil
 	}
 }
@@ -79,7 +84,7 @@ func HTTPHandler(s *mcp.Server) http.Handler {
 // HTTPHandlerFor is HTTPHandler with the server picked per request (the
 // control plane picks by the opt-in tools a request enables).
 func HTTPHandlerFor(pick func(*http.Request) *mcp.Server) http.Handler {
-	return parseErrors(mcp.NewStreamableHTTPHandler(pick, &mcp.StreamableHTTPOptions{
+	return parseErrors(&inFlight{}, mcp.NewStreamableHTTPHandler(pick, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
 		// The SDK refuses a non-loopback Host on a loopback listener to stop
@@ -98,10 +103,11 @@ const maxBody = 16 << 20
 // parseErrors answers a JSON POST whose body is not JSON (or is empty)
 // with JSON-RPC's parse error (-32700, id null) and status 400, as the
 // MCP transport says a server should, instead of the SDK's plain-text
-// "malformed payload". Any other request goes on to next untouched: the
-// SDK still answers a wrong method (405) or Content-Type (415), and a
-// body over the limit (413).
-func parseErrors(next http.Handler) http.Handler {
+// "malformed payload". A JSON body goes on to calls (inFlight.track).
+// Any other request goes on to next untouched: the SDK still answers a
+// wrong method (405) or Content-Type (415), and a body over the limit
+// (413).
+func parseErrors(calls *inFlight, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if r.Method != http.MethodPost || mt != "application/json" {
@@ -124,8 +130,112 @@ func parseErrors(next http.Handler) http.Handler {
 		}
 		// Hand the bytes read on, followed by the rest (and any read error).
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), errReader{err}, r.Body), r.Body}
+		if err == nil && len(body) <= maxBody {
+			var stop func()
+			r, stop = calls.track(r, body)
+			defer stop()
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// inFlight lets a stateless endpoint honour notifications/cancelled. The
+// notification comes in a POST of its own, which the SDK serves in a new
+// session that knows nothing of the call; and in protocols before
+// 2026-07-28 the SDK does not end a call's handler when its POST's client
+// goes away either. So each tools/call POST is recorded here under its
+// caller's Authorization header and JSON-RPC id, and its handler
+// (callContext) ends when that POST's client leaves or when a cancellation
+// naming the id comes with the same header. Ids are only unique per
+// client: when two calls of one header share an id (two clients with one
+// key), a cancellation of it is ignored, as MCP allows, rather than guessed.
+// It works within one replica: a cancellation that reaches another is
+// ignored too.
+type inFlight struct {
+	mu    sync.Mutex
+	calls map[callKey][]*inFlightCall
+}
+
+type callKey struct {
+	auth [sha256.Size]byte // of the Authorization header: no secret is kept
+	id   string            // the JSON-RPC id, as JSON
+}
+
+type inFlightCall struct{ cancel context.CancelFunc }
+
+// callCtxKey is the context key under which track hands a tool call's
+// context to callContext.
+type callCtxKey struct{}
+
+// track looks at the JSON-RPC message in body: a tools/call is recorded
+// until stop, with a context that ends as described at inFlight, and r
+// carries that context for callContext; a notifications/cancelled cancels
+// the call it names, if it is this caller's and unambiguous.
+func (f *inFlight) track(r *http.Request, body []byte) (*http.Request, func()) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil { // a batch, or not an object
+		return r, func() {}
+	}
+	auth := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	switch {
+	case msg.Method == "tools/call" && len(msg.ID) > 0 && string(msg.ID) != "null":
+		k := callKey{auth, canonicalID(msg.ID)}
+		ctx, cancel := context.WithCancel(r.Context())
+		c := &inFlightCall{cancel}
+		f.mu.Lock()
+		if f.calls == nil {
+			f.calls = map[callKey][]*inFlightCall{}
+		}
+		f.calls[k] = append(f.calls[k], c)
+		f.mu.Unlock()
+		return r.WithContext(context.WithValue(r.Context(), callCtxKey{}, ctx)), func() {
+			f.mu.Lock()
+			if rest := slices.DeleteFunc(f.calls[k], func(o *inFlightCall) bool { return o == c }); len(rest) > 0 {
+				f.calls[k] = rest
+			} else {
+				delete(f.calls, k)
+			}
+			f.mu.Unlock()
+			cancel()
+		}
+	case msg.Method == "notifications/cancelled" && len(msg.Params.RequestID) > 0:
+		k := callKey{auth, canonicalID(msg.Params.RequestID)}
+		f.mu.Lock()
+		if cs := f.calls[k]; len(cs) == 1 {
+			cs[0].cancel()
+		}
+		f.mu.Unlock()
+	}
+	return r, func() {}
+}
+
+// canonicalID is a JSON-RPC id as JSON, the same for 7, 7.0 and 7e0.
+func canonicalID(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// callContext is ctx, a tool call's handler's, ended as well when the call
+// track recorded for its POST ends; stop releases it. Elsewhere (stdio,
+// in memory) it is ctx: the SDK's own session cancels those calls.
+func callContext(ctx context.Context) (context.Context, func()) {
+	call, ok := ctx.Value(callCtxKey{}).(context.Context)
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(call, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // readCloser reads from one reader and closes another.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -365,4 +366,117 @@ func TestListImagesPages(t *testing.T) {
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("pages asked for (-want +got):\n%s", diff)
 	}
+}
+
+// blocking is a sandbox whose exec runs until its context ends: it says
+// when it started, and which command ended with what.
+type blocking struct {
+	tools.Sandbox
+	started chan struct{}
+	ended   chan ended
+}
+
+type ended struct {
+	command string
+	err     error
+}
+
+func (b blocking) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResult, error) {
+	b.started <- struct{}{}
+	<-ctx.Done()
+	b.ended <- ended{req.Command, ctx.Err()}
+	return nil, ctx.Err()
+}
+
+// post sends one JSON-RPC message to the stateless endpoint as key, with
+// ctx, and returns the status and body.
+func post(ctx context.Context, t *testing.T, url, key, msg string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(msg))
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = io.Copy(&b, resp.Body)
+	return resp.StatusCode, b.String()
+}
+
+// A long tool call over the stateless HTTP endpoint ends when its caller
+// cancels it (notifications/cancelled, in a POST of its own, as the
+// TypeScript SDK sends it) or its POST's client goes away; before, it ran
+// to its end either way. A cancellation by another key, or naming an id
+// two calls of the key share, cancels nothing: the calls end in the order
+// their own ends come, which each step checks.
+func TestHTTPCancel(t *testing.T) {
+	sb := blocking{started: make(chan struct{}, 4), ended: make(chan ended, 4)}
+	s := mcpserver.New("test", mcpserver.Static(provider{}, func(string) tools.Sandbox { return sb }))
+	srv := httptest.NewServer(mcpserver.HTTPHandler(s))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	type answer struct {
+		status int
+		body   string
+	}
+	// start posts tools/call id running command as key, with ctx, and
+	// returns once the command runs.
+	start := func(ctx context.Context, key string, id int, command string) <-chan answer {
+		done := make(chan answer, 1)
+		go func() {
+			st, b := post(ctx, t, srv.URL, key, fmt.Sprintf(
+				`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"exec","arguments":{"session_id":"s","command":%q}}}`, id, command))
+			done <- answer{st, b}
+		}()
+		select {
+		case <-sb.started:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s never started", command)
+		}
+		return done
+	}
+	cancel := func(key, id string) {
+		t.Helper()
+		msg := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"user"}}`
+		if st, b := post(ctx, t, srv.URL, key, msg); st != http.StatusAccepted {
+			t.Fatalf("cancellation of %s by %s = %d %s", id, key, st, b)
+		}
+	}
+	endsNext := func(command string) {
+		t.Helper()
+		select {
+		case e := <-sb.ended:
+			if e.command != command || !errors.Is(e.err, context.Canceled) {
+				t.Errorf("%s ended with %v, want %s canceled", e.command, e.err, command)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s did not end", command)
+		}
+	}
+
+	done := start(ctx, "k1", 7, "seven")
+	cancel("k2", "7") // another key's: nothing
+	ctxA, cancelA := context.WithCancel(ctx)
+	ctxB, cancelB := context.WithCancel(ctx)
+	doneA, doneB := start(ctxA, "k1", 8, "eight A"), start(ctxB, "k1", 8, "eight B")
+	cancel("k1", "8") // ambiguous: nothing
+	cancel("k1", "7.0")
+	endsNext("seven")
+	if a := <-done; !strings.Contains(a.body, "Error: the call was canceled") {
+		t.Errorf("answer of the cancelled call = %d %s", a.status, a.body)
+	}
+	cancelB() // a client that goes away ends its call
+	endsNext("eight B")
+	<-doneB
+	cancelA()
+	endsNext("eight A")
+	<-doneA
 }

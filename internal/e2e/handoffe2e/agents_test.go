@@ -28,6 +28,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/handoff"
 	"github.com/boxkite/boxkite/handoff/handofftest"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 	"github.com/boxkite/boxkite/internal/npmtest"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/images"
@@ -78,7 +79,7 @@ func TestHandoffAgents(t *testing.T) {
 	dir := npmtest.Fixtures(t, agentFixtures...)
 	reg := npmtest.New(t)
 	reg.AddDir(t, dir) // each tarball read when npm first asks for it
-	var serverLog syncBuffer
+	var serverLog lockedbuf.Buffer
 	s := servertest.New(t,
 		servertest.WithLogger(slog.New(slog.NewTextHandler(&serverLog, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		servertest.WithImages(t.TempDir(),
@@ -177,7 +178,7 @@ const builder = "gemini"
 
 // handOffAgent runs `boxkite handoff TOOL --no-egress` on a terminal and
 // checks what it did; it returns the sandbox.
-func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc agentCase, opencodeExport []byte, serverLog *syncBuffer) string {
+func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc agentCase, opencodeExport []byte, serverLog *lockedbuf.Buffer) string {
 	agent := handoff.Agents()[tc.tool]
 	term := newVterm(t)
 	// Until the sandbox exists, the terminal holds only boxkite's output:

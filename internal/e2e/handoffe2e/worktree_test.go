@@ -13,6 +13,7 @@ import (
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/handoff/handofftest"
+	"github.com/boxkite/boxkite/internal/lockedbuf"
 )
 
 // e2eClaudeWorktree is the Claude Code session recorded in a linked
@@ -67,7 +68,7 @@ func layOutWorktree(t *testing.T, fx *handofftest.Fixture) string {
 // handOffWorktree hands off the session of layOutWorktree from its
 // worktree: the real agent resumes it, and git in the sandbox knows the
 // worktree's branch and commit.
-func handOffWorktree(t *testing.T, c *client.Client, wt string, tc agentCase, serverLog *syncBuffer) {
+func handOffWorktree(t *testing.T, c *client.Client, wt string, tc agentCase, serverLog *lockedbuf.Buffer) {
 	t.Chdir(wt)
 	tc.session, tc.marker = e2eClaudeWorktree, "worktree-marker: count the files"
 	term := newVterm(t)

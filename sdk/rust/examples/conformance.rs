@@ -187,17 +187,17 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
             // Ctrl-C: signal once the command printed, read the stream to its end.
             let mut stream = sb().exec_stream(&s(a, "command"))?;
             let after = a["after_exit"].as_bool().unwrap_or(false);
-            let (mut events, mut signaled) = (Vec::new(), Value::Null);
+            let (mut events, mut signaled) = (Vec::new(), None);
             while let Some(ev) = stream.next() {
                 let ev = ev?;
                 let stdout = matches!(ev, ExecEvent::Stdout { .. });
                 events.push(ev);
-                if !after && signaled.is_null() && stdout {
-                    signaled = stream.signal(&s(a, "signal"))?;
+                if !after && signaled.is_none() && stdout {
+                    signaled = Some(stream.signal(&s(a, "signal"))?);
                 }
             }
             if after {
-                signaled = stream.signal(&s(a, "signal"))?;
+                signaled = Some(stream.signal(&s(a, "signal"))?);
             }
             json!({ "exec_id": stream.exec_id, "signaled": signaled, "events": events })
         }

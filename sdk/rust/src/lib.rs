@@ -120,6 +120,15 @@ pub struct ExecResult {
     pub stop_reason: Option<String>,
 }
 
+/// The answer of a streamed exec's signal: the signal went to the
+/// command's process group; how the command took it shows in the
+/// stream's exit event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecSignalResult {
+    pub exec_id: String,
+    pub signal: String,
+}
+
 /// One event of a streamed exec.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]

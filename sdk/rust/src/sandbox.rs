@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result, CODE_CONNECTION, CODE_SERVER_TOO_OLD};
 use crate::http::{seg, Body, Req, Transport, NDJSON_TYPES, SSE_TYPES};
 use crate::stream::{Ndjson, Sse};
-use crate::{ExecEvent, ExecResult, LogEntry, LogPage, SandboxInfo};
+use crate::{ExecEvent, ExecResult, ExecSignalResult, LogEntry, LogPage, SandboxInfo};
 
 /// An exec call waits for the command's own timeout plus this.
 const EXEC_MARGIN: Duration = Duration::from_secs(30);
@@ -232,9 +232,9 @@ impl Sandbox {
     /// Sends signal ("SIGINT", "SIGTERM", "SIGHUP" or "SIGKILL") to the
     /// process group of the streamed exec exec_id (`ExecStream::exec_id`)
     /// while it runs; `ExecStream::signal` is the same. A command that
-    /// ended is a not_found Error.
-    pub fn signal_exec(&self, exec_id: &str, signal: &str) -> Result<Value> {
-        self.post(&format!("/exec/{}/signal", seg(exec_id)), json!({ "signal": signal }))
+    /// ended is a not_found Error; another signal, a validation_error.
+    pub fn signal_exec(&self, exec_id: &str, signal: &str) -> Result<ExecSignalResult> {
+        self.t.decode(Req::new("POST", self.path(&format!("/exec/{}/signal", seg(exec_id)))).json(json!({ "signal": signal })))
     }
 
     pub fn files(&self) -> Files<'_> {
@@ -359,7 +359,7 @@ impl ExecStream {
     /// command's process group while it runs; how the command takes it
     /// shows in the exit event. A command that ended is a not_found Error;
     /// a server too old to name its streamed execs is server_too_old.
-    pub fn signal(&self, signal: &str) -> Result<Value> {
+    pub fn signal(&self, signal: &str) -> Result<ExecSignalResult> {
         if self.exec_id.is_empty() {
             return Err(Error::new(
                 CODE_SERVER_TOO_OLD,

@@ -158,6 +158,45 @@ try {
   check('terminal.resize', big.rows === big.shown && small.rows === small.shown && small.rows < big.rows && small.cols < big.cols && small.cols > 20,
     `${big.rows}x${big.cols} (${big.shown} rows shown), then ${small.rows}x${small.cols} (${small.shown} shown)`);
 
+  // A paste bigger than a frame the server takes (1 MiB) reaches the
+  // shell whole, and the terminal stays open. xterm.js sends a paste as one
+  // piece of data; the page must cut it into frames.
+  await page.waitForFunction((n) => document.querySelectorAll('#terminal .xterm-rows > div').length === n, big.shown, { timeout: 60000 });
+  // lastLine is the terminal's line that matches re, or why it closed.
+  const lastLine = (re) => {
+    const box = document.querySelector('#terminal');
+    if (box.dataset.state === 'closed') return 'closed: ' + document.querySelector('[data-page=terminal] .status').textContent;
+    return [...box.querySelectorAll('.xterm-rows > div')].map((r) => r.textContent.trim()).find((t) => new RegExp(re).test(t));
+  };
+  await page.keyboard.type('stty -echo; echo paste-ready; wc -c; stty echo');
+  await page.keyboard.press('Enter');
+  // Once the shell runs the command, xterm.js no longer brackets a paste.
+  await page.waitForFunction(lastLine, '^paste-ready$', { timeout: 60000 });
+  const pasted = ('a'.repeat(1023) + '\n').repeat(1100);
+  await page.evaluate((text) => {
+    const dt = new DataTransfer();
+    dt.setData('text/plain', text);
+    document.querySelector('#terminal textarea').dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+  }, pasted);
+  await page.keyboard.press('Control+D');
+  const counted = await (await page.waitForFunction(lastLine, '^(\\d{6,}|closed: .*)$', { timeout: 120000 })).jsonValue();
+  check('terminal.paste-1mib', counted === String(pasted.length), counted + ' bytes counted of ' + pasted.length);
+
+  // A mouse report in X10's encoding is bytes, not text (xterm.js's
+  // onBinary): a click on column 100 is reported as the byte 32+100 or
+  // so, which must reach the terminal as that byte, not as its UTF-8
+  // encoding.
+  await page.keyboard.type("stty raw -echo; printf 'mouse-ready\\r\\n\\033[?1000h'; head -c 12 | od -An -tx1 | tr -d ' \\n'; printf '\\033[?1000l'; stty sane; echo");
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(lastLine, '^mouse-ready$', { timeout: 60000 });
+  const screen = await page.locator('#terminal .xterm-screen').boundingBox();
+  const cellW = screen.width / big.cols, cellH = screen.height / big.rows;
+  await page.mouse.click(screen.x + cellW * 99.5, screen.y + cellH * 1.5); // column 100, row 2: press and release
+  const mouseReport = await (await page.waitForFunction(lastLine, '^(1b5b4d[0-9a-f]{18}|closed: .*)$', { timeout: 60000 })).jsonValue();
+  // Press and release, 6 bytes each, on the same cell: a column byte of
+  // 0x80 or more, not split in two.
+  check('terminal.mouse-bytes', big.cols >= 100 && /^1b5b4d20([89a-f][0-9a-f])([0-9a-f]{2})1b5b4d23\1\2$/.test(mouseReport), mouseReport + ' (' + big.cols + ' columns)');
+
   // A read-only viewer sees the terminal but cannot type into it.
   const viewer = await ctx.newPage();
   watch(viewer);

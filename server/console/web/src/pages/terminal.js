@@ -54,14 +54,20 @@ export async function terminalPage(main, [id]) {
   let ws = null;
   let closedByUs = false;
   const enc = new TextEncoder();
-  function send(data) {
-    if (ws && ws.readyState === WebSocket.OPEN && !readOnly) ws.send(enc.encode(data));
+  // send types bytes into the terminal, in frames of at most maxFrame: the
+  // server takes a frame of at most 1 MiB and ends the session on a
+  // bigger one, and xterm.js hands over a paste as one piece.
+  function send(bytes) {
+    if (!ws || ws.readyState !== WebSocket.OPEN || readOnly) return;
+    for (let i = 0; i < bytes.length; i += maxFrame) ws.send(bytes.subarray(i, i + maxFrame));
   }
   function sendSize() {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
   }
-  term.onData(send);
-  term.onBinary((d) => send(d));
+  term.onData((d) => send(enc.encode(d)));
+  // A binary event's string holds one byte per character (mouse reports
+  // past column 95 in X10's encoding), which is not text to encode.
+  term.onBinary((d) => send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
   term.onResize(sendSize);
 
   function connect() {
@@ -118,6 +124,9 @@ export async function terminalPage(main, [id]) {
     term.dispose();
   };
 }
+
+// maxFrame bounds one frame of typed bytes (the server's limit is 1 MiB).
+const maxFrame = 64 << 10;
 
 function theme(dark) {
   return dark
