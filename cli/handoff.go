@@ -63,7 +63,8 @@ file in the sandbox and sourced there, never typed; it is removed as the
 agent starts.
 
 Then this terminal is attached to the sandbox (needs an admin API key and a
-terminal) and the agent resumes. If it cannot start, the sandbox stays:
+terminal) and the agent resumes; when the sandbox's shell exits, handoff
+exits with its status, as 'boxkite attach' does. If it cannot start, the sandbox stays:
 'boxkite handoff --retry SANDBOX' sends the credentials again and starts it
 again. --dry-run prints the plan and sends nothing; --no-attach (or --json)
 sends everything and prints what to run instead; --keep-local keeps the
@@ -279,13 +280,17 @@ func startAgent(ctx context.Context, app *App, c *client.Client, sb api.Sandbox,
 	}
 	// A leading space keeps the line out of an interactive shell's history
 	// where HISTCONTROL allows; it names a path only either way.
-	_, err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r")
+	exited, code, err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r")
 	if _, ok := errors.AsType[*client.SandboxEndedError](err); ok {
 		return err // nothing waits there any more
 	}
 	if err != nil {
 		// Everything is in the sandbox already: say how to carry on.
 		return &hintError{err: err, hint: fmt.Sprintf("the session waits in sandbox %s; run 'boxkite handoff --retry %s' (needs an admin API key)", sb.ID, sb.ID)}
+	}
+	if exited && code != 0 {
+		// As boxkite attach does: the shell's exit status is handoff's.
+		return &exitStatus{code: code}
 	}
 	return nil
 }

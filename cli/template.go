@@ -109,7 +109,7 @@ func runTemplate(stdio IO, t *template.Template, data any) error {
 	run.rows.maxWidth = terminalWidth(stdio.Out)
 	t = template.Must(t.Clone()).Funcs(templateFuncs(run))
 	if err := t.Execute(&run.buf, data); err != nil {
-		return fmt.Errorf("run the template: %w", err)
+		return &hintError{err: fmt.Errorf("run the template: %w", err), hint: runtimeHint}
 	}
 	rest, err := run.renderRows()
 	if err != nil {
