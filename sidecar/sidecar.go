@@ -57,6 +57,10 @@ type Options struct {
 	// process's or of the shared terminal's output is kept (a reader not
 	// scheduled).
 	slowOutput func()
+	// slowKill, when set (by tests), runs when an exec's wait has taken the
+	// time to kill a command's group after its grace, before it does: the
+	// wait's goroutine not scheduled for a while, as on a loaded host.
+	slowKill func()
 }
 
 // RunAs says how commands drop to the sandbox user.
