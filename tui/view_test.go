@@ -244,3 +244,20 @@ func TestColourAsAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalWithoutSize: a pseudo-terminal nobody sized (0×0: some
+// programs that spawn one, or `script` run without a terminal) is drawn
+// at 80×24 instead of as nothing at all.
+func TestTerminalWithoutSize(t *testing.T) {
+	m := newTestModel(t, newFakeSource(), 0, 0)
+	load(m)
+	view := m.View()
+	for _, want := range []string{"sandboxes (3)", "7f3a9d21", "q quit"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, view)
+		}
+	}
+	if got := strings.Count(view, "\n") + 1; got != 24 {
+		t.Errorf("%d lines, want 24", got)
+	}
+}
