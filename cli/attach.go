@@ -66,7 +66,7 @@ func runAttach(ctx context.Context, app *App, ref string, readOnly bool) error {
 	if err != nil {
 		return err
 	}
-	code, err := attachSession(ctx, c, sb.ID, readOnly, app.IO, "")
+	_, code, err := attachSession(ctx, c, sb.ID, readOnly, app.IO, "")
 	if err == nil && code != 0 {
 		// As ssh does: the shell's exit status is attach's own, so a
 		// script can tell 'exit 3' from a detach (0).
@@ -78,18 +78,18 @@ func runAttach(ctx context.Context, app *App, ref string, readOnly bool) error {
 // attachSession relays stdio to the terminal of sandbox id until the user
 // detaches or the shell exits; boxkite attach, tui and handoff share it.
 // typed, when not empty, is sent first, as if typed (handoff starts its
-// resume command so). code is the shell's exit status when it exited
-// (128+N when signal N ended it), 0 after a detach or when the sidecar
-// does not tell it (older than the exit message).
-func attachSession(ctx context.Context, c *client.Client, id string, readOnly bool, stdio IO, typed string) (code int, err error) {
+// resume command so). exited says the shell exited (not a detach), code
+// its exit status (128+N when signal N ended it), 0 after a detach or
+// when the sidecar does not tell it (older than the exit message).
+func attachSession(ctx context.Context, c *client.Client, id string, readOnly bool, stdio IO, typed string) (exited bool, code int, err error) {
 	t, err := c.Attach(ctx, id, readOnly)
 	if err != nil {
-		return 0, fmt.Errorf("attach to sandbox %s: %w", id, err)
+		return false, 0, fmt.Errorf("attach to sandbox %s: %w", id, err)
 	}
 	defer t.Close()
 	restore, err := makeRaw(stdio)
 	if err != nil {
-		return 0, err
+		return false, 0, err
 	}
 	// Deferred as well, so a panic still gives the user their terminal back.
 	defer restore()
@@ -106,7 +106,7 @@ func attachSession(ctx context.Context, c *client.Client, id string, readOnly bo
 	fmt.Fprintf(stdio.ErrOut, "attached%s to sandbox %s; Ctrl-] detaches%s", mode, id, eol)
 	if typed != "" {
 		if _, err := io.WriteString(t, typed); err != nil {
-			return 0, fmt.Errorf("type into sandbox %s: %w", id, err)
+			return false, 0, fmt.Errorf("type into sandbox %s: %w", id, err)
 		}
 	}
 	winch := make(chan os.Signal, 1)
@@ -127,7 +127,7 @@ func attachSession(ctx context.Context, c *client.Client, id string, readOnly bo
 	switch {
 	case detached:
 		fmt.Fprintln(stdio.ErrOut, "detached")
-		return 0, nil
+		return false, 0, nil
 	case errors.Is(err, io.EOF):
 		code, sig, _ := t.Exited()
 		switch {
@@ -138,15 +138,15 @@ func attachSession(ctx context.Context, c *client.Client, id string, readOnly bo
 		default:
 			fmt.Fprintln(stdio.ErrOut, "the shell exited")
 		}
-		return code, nil
+		return true, code, nil
 	}
 	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok && e.Paused() {
-		return 0, &hintError{err: e, hint: fmt.Sprintf("resume it with 'boxkite session resume %s', then attach again", id)}
+		return false, 0, &hintError{err: e, hint: fmt.Sprintf("resume it with 'boxkite session resume %s', then attach again", id)}
 	}
 	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok {
-		return 0, &hintError{err: e, hint: "create a new one with 'boxkite session create'"}
+		return false, 0, &hintError{err: e, hint: "create a new one with 'boxkite session create'"}
 	}
-	return 0, err
+	return false, 0, err
 }
 
 // makeRaw puts stdin in raw mode when it is a terminal, so every key

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,7 +65,8 @@ file in the sandbox and sourced there, never typed; it is removed as the
 agent starts.
 
 Then this terminal is attached to the sandbox (needs an admin API key and a
-terminal) and the agent resumes. If it cannot start, the sandbox stays:
+terminal) and the agent resumes; when the sandbox's shell exits, handoff
+exits with its status, as 'boxkite attach' does. If it cannot start, the sandbox stays:
 'boxkite handoff --retry SANDBOX' sends the credentials again and starts it
 again. --dry-run prints the plan and sends nothing; --no-attach (or --json)
 sends everything and prints what to run instead; --keep-local keeps the
@@ -136,9 +139,31 @@ func handoffArgs(f *handoffFlags) cobra.PositionalArgs {
 		case f.sandbox != "" && f.noEgress:
 			return errors.New("-s hands off into an existing sandbox, whose egress is set: leave out --no-egress")
 		}
+		for _, h := range f.allowHosts {
+			if !plausibleGrant(h) {
+				return fmt.Errorf("--allow-host %q is not HOST or HOST:PORT", h)
+			}
+		}
 
 		return nil
 	}
+}
+
+// plausibleGrant is a first check of an --allow-host value, so that a
+// --dry-run does not plan what the server's create would refuse: a name
+// without spaces, slashes or an @, and a port from 1 to 65535 when one
+// is given. The server's check (which also refuses IP addresses) is the
+// authority.
+func plausibleGrant(h string) bool {
+	host := h
+	if hp, port, err := net.SplitHostPort(h); err == nil {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return false
+		}
+		host = hp
+	}
+	return host != "" && !strings.ContainsAny(host, " \t/@[]:")
 }
 
 // errNoTerminal refuses to attach a stdin that is not a terminal: the
@@ -279,13 +304,17 @@ func startAgent(ctx context.Context, app *App, c *client.Client, sb api.Sandbox,
 	}
 	// A leading space keeps the line out of an interactive shell's history
 	// where HISTCONTROL allows; it names a path only either way.
-	_, err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r")
+	exited, code, err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r")
 	if _, ok := errors.AsType[*client.SandboxEndedError](err); ok {
 		return err // nothing waits there any more
 	}
 	if err != nil {
 		// Everything is in the sandbox already: say how to carry on.
 		return &hintError{err: err, hint: fmt.Sprintf("the session waits in sandbox %s; run 'boxkite handoff --retry %s' (needs an admin API key)", sb.ID, sb.ID)}
+	}
+	if exited && code != 0 {
+		// As boxkite attach does: the shell's exit status is handoff's.
+		return &exitStatus{code: code}
 	}
 	return nil
 }

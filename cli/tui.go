@@ -115,7 +115,11 @@ func (a *attachCommand) Run() error {
 		defer cr.Cancel()
 		stdio.In = fileReader{Reader: cr, f: f}
 	}
-	_, err := attachSession(a.ctx, a.c, a.id, false, stdio, "") // the TUI carries on whatever the shell's status
+	// The TUI carries on whatever the shell's status, and says it.
+	exited, code, err := attachSession(a.ctx, a.c, a.id, false, stdio, "")
+	if err == nil && exited {
+		return &tui.ShellExited{Code: code}
+	}
 	return err
 }
 

@@ -161,7 +161,8 @@ func (t *procTable) get(id string) (*bgProc, error) {
 	if p, ok := t.byID[id]; ok {
 		return p, nil
 	}
-	return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "Process not found")
+	return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "Process not found").
+		WithHint("list the sandbox's background processes and their ids with `boxkite ps`")
 }
 
 func (t *procTable) list() []*bgProc {

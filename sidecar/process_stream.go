@@ -19,7 +19,8 @@ func sinceOffset(r *http.Request) (int64, error) {
 	}
 	off, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || off < 0 {
-		return 0, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "since_offset must be a non-negative integer, got %q", v)
+		return 0, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "since_offset must be a non-negative integer, got %q", v).
+			WithHint("pass 0 (or leave it out) for all the output kept, or the next_offset of the last answer")
 	}
 	return off, nil
 }

@@ -180,8 +180,8 @@ func TestProcessRefuses(t *testing.T) {
 			if status != tt.wantStatus {
 				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, status, body, tt.wantStatus)
 			}
-			if e := decodeError(t, body); !strings.Contains(e.Message, tt.wantMsg) {
-				t.Errorf("message %q, want it to contain %q", e.Message, tt.wantMsg)
+			if e := decodeError(t, body); !strings.Contains(e.Message, tt.wantMsg) || e.Hint == "" {
+				t.Errorf("error %+v, want a message containing %q and a hint", e, tt.wantMsg)
 			}
 		})
 	}
@@ -189,8 +189,8 @@ func TestProcessRefuses(t *testing.T) {
 		t.Parallel()
 		id := startProcess(t, url, "true", 5)
 		for _, q := range []string{"-1", "x"} {
-			if status, body := call(t, "GET", url+"/process/"+id+"/output?since_offset="+q, authed, ""); status != 400 {
-				t.Errorf("since_offset=%s: %d %s, want 400", q, status, body)
+			if status, body := call(t, "GET", url+"/process/"+id+"/output?since_offset="+q, authed, ""); status != 400 || decodeError(t, body).Hint == "" {
+				t.Errorf("since_offset=%s: %d %s, want 400 with a hint", q, status, body)
 			}
 		}
 	})

@@ -110,6 +110,7 @@ var toolCalls = []toolCall{
 	asTool("`boxkite volumes ls`", "list_sandbox_volumes", ""),
 	asTool("`boxkite volumes rm ID`", "delete_sandbox_volume", ""),
 	asTool("`boxkite mcp-connections ls`", "list_mcp_connections", ""),
+	asTool("`boxkite ps`", "list_processes", ""),
 	// The sidecar's file refusals (sidecar/refusals.go), in the CLI's
 	// quotes (NewHintCommand matches them in either).
 	asTool("`boxkite files ls DIR`", "ls", ""),

@@ -477,6 +477,9 @@ func TestAgentHint(t *testing.T) {
 		{"session ls quoted", "list your sandboxes with 'boxkite session ls'", having("list_sandboxes"), "list your sandboxes with `list_sandboxes`"},
 		{"resume quoted with an id", "resume it first: 'boxkite session resume sb1'", having("resume_sandbox"), "resume it first: `resume_sandbox` with session_id sb1"},
 		{"quoted without the tool", "resume it first: 'boxkite session resume sb1'", having("ls"), ""},
+		// The sidecar's "Process not found": list_processes where the agent has it.
+		{"ps", "list the sandbox's background processes and their ids with `boxkite ps`", having("list_processes"), "list the sandbox's background processes and their ids with `list_processes`"},
+		{"ps without the tool", "list the sandbox's background processes and their ids with `boxkite ps`", having("exec"), ""},
 	} {
 		if got := agentHint(tt.hint, tt.has); got != tt.want {
 			t.Errorf("%s: agentHint(%q) = %q, want %q", tt.name, tt.hint, got, tt.want)

@@ -2,6 +2,8 @@ package tui
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -272,6 +274,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case attachDoneMsg:
+		if e, ok := errors.AsType[*ShellExited](msg.err); ok {
+			m.setNote(fmt.Sprintf("the shell in %s exited (exit code %d)", msg.id, e.Code), e.Code != 0)
+			return m, m.loadSandboxes()
+		}
 		if msg.err != nil {
 			m.setNote("attach: "+errHinted(msg.err), true)
 		} else {

@@ -591,6 +591,33 @@ func TestLogInfoLineCounts(t *testing.T) {
 	}
 }
 
+// TestAttachShellExited: an attachment that ends because the sandbox's
+// shell exited comes back to the browser saying its exit code (as
+// boxkite attach exits with it), as an error only when it is not 0.
+func TestAttachShellExited(t *testing.T) {
+	for _, c := range []struct {
+		code    int
+		want    string
+		wantErr bool
+	}{
+		{code: 0, want: "exited (exit code 0)"},
+		{code: 3, want: "exited (exit code 3)", wantErr: true},
+		{code: 137, want: "exited (exit code 137)", wantErr: true},
+	} {
+		src := newFakeSource()
+		m := newTestModel(t, src, 100, 24)
+		load(m)
+		m.Update(attachDoneMsg{id: src.sandboxes[1].ID, err: &ShellExited{Code: c.code}})
+		want := "the shell in " + src.sandboxes[1].ID + " " + c.want
+		if m.note != want || m.noteErr != c.wantErr {
+			t.Errorf("exit %d: note %q (error %v), want %q (error %v)", c.code, m.note, m.noteErr, want, c.wantErr)
+		}
+		if !strings.Contains(m.View(), c.want) {
+			t.Errorf("exit %d: the view does not say %q:\n%s", c.code, c.want, m.View())
+		}
+	}
+}
+
 // TestErrorsShowHints: an API error's hint (what to do) is shown with its
 // message wherever the TUI reports a failed call, as the CLI prints its
 // hint: line.

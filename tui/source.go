@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -44,3 +45,12 @@ type Source interface {
 	// with the terminal released.
 	Attach(id string) tea.ExecCommand
 }
+
+// ShellExited is what an Attach command's Run returns when the sandbox's
+// shell exited (rather than being detached from): the browser comes back
+// and says its exit code, as boxkite attach exits with it.
+type ShellExited struct {
+	Code int // 128+N when signal N ended it
+}
+
+func (e *ShellExited) Error() string { return fmt.Sprintf("the shell exited (exit code %d)", e.Code) }

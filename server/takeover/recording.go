@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
@@ -32,6 +33,9 @@ type recorder struct {
 	start     time.Time
 	buf       []byte
 	truncated bool
+	// partial is the start of a character the last output frame ended
+	// in, held until its other bytes come.
+	partial []byte
 }
 
 func newRecorder(now func() time.Time) *recorder {
@@ -64,8 +68,36 @@ func (r *recorder) event(code, data string) {
 	r.buf = append(append(r.buf, line...), '\n')
 }
 
-// output records terminal output.
-func (r *recorder) output(b []byte) { r.event("o", string(b)) }
+// output records terminal output. An event's data is a JSON string, in
+// which bytes that are not UTF-8 become U+FFFD: a character whose bytes
+// are split across two frames (a read of the PTY ends anywhere) is held
+// back until the rest comes, and recorded whole.
+func (r *recorder) output(b []byte) {
+	r.mu.Lock()
+	if len(r.partial) > 0 {
+		b = append(r.partial, b...)
+	}
+	n := len(b) - incompleteTail(b)
+	r.partial = append([]byte(nil), b[n:]...)
+	r.mu.Unlock()
+	if n > 0 {
+		r.event("o", string(b[:n]))
+	}
+}
+
+// incompleteTail is how many bytes at the end of b begin a UTF-8 encoded
+// character without finishing it (0 to 3).
+func incompleteTail(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i > len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return 0
+			}
+			return len(b) - i
+		}
+	}
+	return 0
+}
 
 // control records a resize a client asked for.
 func (r *recorder) control(b []byte) {
@@ -76,6 +108,13 @@ func (r *recorder) control(b []byte) {
 }
 
 func (r *recorder) result() ([]byte, bool) {
+	r.mu.Lock()
+	rest := r.partial
+	r.partial = nil
+	r.mu.Unlock()
+	if len(rest) > 0 { // the session ended within a character
+		r.event("o", string(rest))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.buf, r.truncated
