@@ -3,7 +3,6 @@ package console
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"path"
@@ -118,10 +117,16 @@ func (d *dataWriter) Write(p []byte) (int, error) {
 		d.WriteHeader(http.StatusOK)
 	}
 	if d.held != nil {
-		if d.held.Len()+len(p) > maxHeld {
-			return 0, errors.New("write a 401 answer: larger than the console holds")
+		if d.held.Len()+len(p) <= maxHeld {
+			return d.held.Write(p)
 		}
-		return d.held.Write(p)
+		// Not an error envelope: let it through as written.
+		held := d.held.Bytes()
+		d.held = nil
+		d.ResponseWriter.WriteHeader(http.StatusUnauthorized)
+		if _, err := d.ResponseWriter.Write(held); err != nil {
+			return 0, err
+		}
 	}
 	return d.ResponseWriter.Write(p)
 }
@@ -149,9 +154,9 @@ func (d *dataWriter) finish() {
 		env.Error.Hint = consoleKeyHint
 		if b, err := json.Marshal(env); err == nil {
 			body = append(b, '\n')
+			d.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		}
 	}
-	d.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	d.ResponseWriter.WriteHeader(http.StatusUnauthorized)
 	_, _ = d.ResponseWriter.Write(body)
 }

@@ -231,6 +231,7 @@ func TestDeadKeyHint(t *testing.T) {
 		{"other 401", http.StatusUnauthorized, `{"error":{"code":"invalid_token","message":"invalid token","hint":"mint another"}}`, ""},
 		{"not json", http.StatusUnauthorized, `invalid_api_key`, ""},
 		{"ok", http.StatusOK, `{"hint":"invalid_api_key"}`, ""},
+		{"a long 401", http.StatusUnauthorized, `{"error":{"code":"invalid_api_key","message":"` + strings.Repeat("x", 70<<10) + `"}}`, ""},
 	} {
 		c, err := New(Config{API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
