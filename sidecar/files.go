@@ -12,6 +12,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -190,6 +191,11 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 	if err := t.writable("edit", req.Path); err != nil {
 		return err
 	}
+	unlock, err := h.edits.lock(t)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	f, fi, err := v.openFile(t, req.Path)
 	if err != nil {
 		return err
@@ -220,6 +226,56 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, api.StrReplaceResult{Path: t.virt(), Replaced: true, Occurrences: n})
+}
+
+// editLocks serialises str-replace's read, replace and write per file:
+// two edits of one file through the API each read what the other wrote,
+// and neither is lost (before, both read the old content and the last
+// rename won, though both answered replaced). A command in the sandbox
+// writing the file meanwhile is not held off: that is a race of its own.
+// A file is its directory (device and inode) and name.
+type editLocks struct {
+	mu sync.Mutex
+	m  map[editKey]*editLock
+}
+
+type editKey struct {
+	dev, ino uint64
+	name     string
+}
+
+type editLock struct {
+	mu    sync.Mutex
+	users int // holding or waiting; the entry goes with the last
+}
+
+// lock waits for t's edit lock and returns its release.
+func (l *editLocks) lock(t *target) (func(), error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(t.cur.dir(), &st); err != nil {
+		return nil, fmt.Errorf("stat directory: %w", err)
+	}
+	k := editKey{uint64(st.Dev), st.Ino, t.name}
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[editKey]*editLock{}
+	}
+	e := l.m[k]
+	if e == nil {
+		e = &editLock{}
+		l.m[k] = e
+	}
+	e.users++
+	l.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		l.mu.Lock()
+		if e.users--; e.users == 0 {
+			delete(l.m, k)
+		}
+		l.mu.Unlock()
+	}, nil
 }
 
 // presentFiles hands files to the user through the outputs directory. The

@@ -3,12 +3,14 @@ package sidecar
 import (
 	"archive/tar"
 	"encoding/json"
+	"fmt"
 	iofs "io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -658,5 +660,36 @@ func TestNameTooLong(t *testing.T) {
 	wantError(t, "file-create of a 300-byte name", status, body, 400, "file name too long")
 	if e := decodeError(t, body); !strings.Contains(e.Hint, "255 bytes") {
 		t.Errorf("hint %q, want one about the name's length", e.Hint)
+	}
+}
+
+// Concurrent str-replaces of one file, each of its own line, all stay:
+// each edit reads what the others wrote. Before, they read the same old
+// content and the last rename won, losing edits that had answered
+// replaced (10 at once lost 3 in a sandbox).
+func TestStrReplaceConcurrent(t *testing.T) {
+	t.Parallel()
+	fs := newFileServer(t, Options{})
+	const n = 16
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, "line %d: old\n", i)
+	}
+	writeFile(t, fs.ws+"/shared.txt", lines.String(), 0o644)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			st, b := fs.post(t, "/str-replace", api.StrReplaceRequest{
+				Path: "shared.txt", OldStr: fmt.Sprintf("line %d: old\n", i), NewStr: fmt.Sprintf("line %d: new\n", i),
+			})
+			var got api.StrReplaceResult
+			if err := json.Unmarshal(b, &got); st != http.StatusOK || err != nil || !got.Replaced {
+				t.Errorf("str-replace of line %d = %d %s", i, st, b)
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := readFile(t, fs.ws+"/shared.txt"), strings.ReplaceAll(lines.String(), ": old", ": new"); got != want {
+		t.Errorf("after %d concurrent edits the file is\n%s\nwant\n%s", n, got, want)
 	}
 }

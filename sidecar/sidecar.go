@@ -90,6 +90,8 @@ type Handler struct {
 	sess *session // long-lived tools, budget and metrics; see process_routes.go
 	// execs are the streamed execs running, for their signals (exec_signal.go).
 	execs execTable
+	// edits serialises str-replace per file (editLocks).
+	edits editLocks
 	// protocol is api.SidecarProtocol as the value of the
 	// api.HeaderSidecarProtocol every answer but a preview's carries.
 	protocol string

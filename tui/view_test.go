@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -224,5 +225,22 @@ func TestHelpTinyTerminal(t *testing.T) {
 	keys(m, "?")
 	if v := m.View(); !strings.Contains(v, "Keys") {
 		t.Errorf("80x24: the help's title is not shown:\n%s", v)
+	}
+}
+
+// TestColourAsAsked: Options.Color is the CLI's decision (a terminal,
+// no NO_COLOR, no TERM=dumb). The styles follow it, and termenv does not
+// veto it on its own rules: with CI set in the environment (as in many
+// dev containers) it took every terminal for a pipe, and the TUI lost
+// its colours while the CLI's tables kept theirs.
+func TestColourAsAsked(t *testing.T) {
+	t.Setenv("CI", "true")
+	t.Setenv("TERM", "xterm-256color")
+	for _, color := range []bool{true, false} {
+		st := newStyles(io.Discard, color)
+		got := st.err.Render("boom")
+		if has := strings.Contains(got, "\x1b["); has != color {
+			t.Errorf("Color %v: %q", color, got)
+		}
 	}
 }
