@@ -54,6 +54,9 @@ func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := t.writable("write to", req.Path); err != nil {
 		return err
 	}
+	if err := fileName(t, req.Path); err != nil {
+		return err
+	}
 	n, err := v.writeFile(t, req.Path, strings.NewReader(req.Content), nil, durabilityOf(r))
 	if err != nil {
 		return err
@@ -188,6 +191,9 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer done()
 	if err := t.writable("edit", req.Path); err != nil {
+		return err
+	}
+	if err := fileName(t, req.Path); err != nil {
 		return err
 	}
 	unlock, err := h.editLock(t)

@@ -149,6 +149,27 @@ func TestFileCreate(t *testing.T) {
 		status, body = fs.post(t, "/str-replace", api.StrReplaceRequest{OldStr: "x", NewStr: "y"})
 		wantError(t, "str-replace without a path", status, body, 422, "path must not be empty")
 	})
+	// A trailing slash names a directory, as open(2) reads it: before, it
+	// was dropped, and "newdir/" wrote a file newdir.
+	t.Run("trailing slash", func(t *testing.T) {
+		writeFile(t, fs.ws+"/plain.txt", "x", 0o644)
+		for _, p := range []string{"newdir/", "newdir\\", "plain.txt/"} {
+			status, body := fs.post(t, "/file-create", api.FileCreateRequest{Path: p, Content: "y"})
+			wantError(t, "file-create "+p, status, body, 400, "a file's name cannot end in /")
+			status, body = fs.post(t, "/str-replace", api.StrReplaceRequest{Path: p, OldStr: "x", NewStr: "y"})
+			wantError(t, "str-replace "+p, status, body, 400, "a file's name cannot end in /")
+			status, body = call(t, http.MethodPut, fs.url+"/files/raw?path="+url.QueryEscape(p), authHeader, "y")
+			wantError(t, "PUT raw "+p, status, body, 400, "a file's name cannot end in /")
+		}
+		if _, err := os.Lstat(fs.ws + "/newdir"); !os.IsNotExist(err) {
+			t.Errorf("newdir after the refused writes: %v, want none", err)
+		}
+		if s := readFile(t, fs.ws+"/plain.txt"); s != "x" {
+			t.Errorf("plain.txt = %q after the refused writes, want x", s)
+		}
+		status, body := fs.post(t, "/file-create", api.FileCreateRequest{Path: "/tmp/", Content: "y"})
+		wantError(t, "file-create /tmp/", status, body, 400, "Path is a directory")
+	})
 	t.Run("too large", func(t *testing.T) {
 		status, body := fs.post(t, "/file-create", api.FileCreateRequest{Path: "big", Content: strings.Repeat("x", api.MaxFileContent+1)})
 		wantError(t, "file-create of 10 MiB + 1", status, body, 422, "limit is 10 MiB")
