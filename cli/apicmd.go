@@ -130,7 +130,9 @@ func (o *apiOptions) methodAndPath(cmd *cobra.Command, args []string) (string, s
 	if !isToken(method) {
 		return "", "", usageErrorf("use GET, POST, PUT, PATCH or DELETE", "invalid method %q", method)
 	}
-	if strings.Contains(path, "://") {
+	// "//host/path" is a URL too (scheme-relative): the client would refuse
+	// it, but as a usage mistake it deserves the same answer as https://.
+	if strings.Contains(path, "://") || strings.HasPrefix(path, "//") {
 		return "", "", usageErrorf("give the path only, e.g. /v1/sandboxes: the server is the one configured ('boxkite config show')",
 			"%s is a URL, not a path", path)
 	}

@@ -181,6 +181,10 @@ func TestAPICommand(t *testing.T) {
 			},
 		},
 		{name: "a full URL is refused", args: []string{"https://elsewhere.example/v1/sandboxes"}, wantCode: exitUsage, wantErr: "is a URL, not a path"},
+		{
+			name: "a URL without its scheme is refused as one", args: []string{"//elsewhere.example/v1/sandboxes"}, wantCode: exitUsage,
+			wantErr: "error: //elsewhere.example/v1/sandboxes is a URL, not a path\nhint: give the path only",
+		},
 		{name: "two methods", args: []string{"GET", "/v1/sandboxes", "-X", "POST"}, wantCode: exitUsage, wantErr: "two methods given"},
 		{name: "a bad field", args: []string{"/v1/sandboxes", "-f", "novalue"}, wantCode: exitUsage, wantErr: `invalid field "novalue"`},
 		{name: "a bad header", args: []string{"/v1/sandboxes", "-H", "nocolon"}, wantCode: exitUsage, wantErr: "invalid --header"},

@@ -266,6 +266,11 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 // run measures everything in order; rep fills up as it goes.
 func (b *bench) run(ctx context.Context, rep *benchReport) error {
 	o := b.opts
+	// A server that is down or refuses the key fails the run at once,
+	// before seconds of floors are measured for nothing.
+	if _, _, err := b.c.ListSandboxesPage(ctx, true, 1, ""); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	// The floors are measured at the start and again at the end, so they
 	// reflect the machine as the whole run found it; each time once the
 	// server's warm pool is full, so that members starting beside them

@@ -290,3 +290,28 @@ func TestBenchFloorRoundSurvivesBwrapFailures(t *testing.T) {
 		t.Errorf("err %v, failures %q, no bwrap %v; want one failure and no bwrap", err, b.failures, fl.noBwrap)
 	}
 }
+
+// TestBenchRefusedKeyFailsFirst: a key the server refuses fails the run
+// with the server's error and exit code before anything is measured or
+// created (bench used to measure its floors first, then fail every create).
+func TestBenchRefusedKeyFailsFirst(t *testing.T) {
+	var creates atomic.Int64
+	srv := fakeAPI(t, map[string]http.HandlerFunc{
+		"GET /v1/sandboxes": replyJSON(http.StatusUnauthorized, map[string]any{"error": map[string]any{
+			"code": "invalid_api_key", "message": "invalid API key", "hint": "check the key",
+		}}),
+		"POST /v1/sandboxes": func(w http.ResponseWriter, _ *http.Request) {
+			creates.Add(1)
+			w.WriteHeader(http.StatusUnauthorized)
+		},
+	})
+	t.Setenv(envURL, srv.URL)
+	t.Setenv(envAPIKey, "bxk_live_test")
+	r := runCLI(t, "", "bench", "--sandboxes", "1", "--execs", "1", "--concurrency", "1")
+	if r.code != 4 || !strings.Contains(r.stderr, "invalid API key") || !strings.Contains(r.stderr, "\nhint: ") {
+		t.Errorf("exit %d, stderr %q; want exit 4 naming the refused key, with a hint", r.code, r.stderr)
+	}
+	if n := creates.Load(); n != 0 {
+		t.Errorf("bench tried %d creates with a refused key", n)
+	}
+}

@@ -302,12 +302,17 @@ terminal it asks first; elsewhere it needs --yes.`,
 			if err := os.Remove(path); err != nil {
 				return fmt.Errorf("remove context %s: %w", name, err)
 			}
-			if cur, err := readCurrentContext(home); err == nil && cur == name {
+			cur, err := readCurrentContext(home)
+			wasCurrent := err == nil && cur == name
+			if wasCurrent {
 				if err := writeCurrentContext(home, ""); err != nil {
 					return err
 				}
 			}
 			fmt.Fprintf(app.IO.ErrOut, "removed context %s (%s)\n", name, path)
+			if now, err := contextInUse(app, home); wasCurrent && err == nil && now != name {
+				fmt.Fprintf(app.IO.ErrOut, "%s was the current context; commands now use %s ('boxkite context use NAME' picks another)\n", name, now)
+			}
 			return nil
 		},
 	}

@@ -102,8 +102,13 @@ func TestContextCommands(t *testing.T) {
 	if r := runCLI(t, "", "context", "rm", "other"); r.code != exitUsage || !strings.Contains(r.stderr, "--yes") {
 		t.Errorf("context rm without a terminal or --yes: %+v", r)
 	}
-	if r := runCLI(t, "", "context", "rm", "other", "--yes"); r.code != 0 {
+	r = runCLI(t, "", "context", "rm", "other", "--yes")
+	if r.code != 0 {
 		t.Fatalf("context rm --yes: %+v", r)
+	}
+	// Removing the current context switches: say so, and to which.
+	if want := "other was the current context; commands now use local"; !strings.Contains(r.stderr, want) {
+		t.Errorf("context rm of the current one: stderr %q lacks %q", r.stderr, want)
 	}
 	if _, err := os.Stat(filepath.Join(home, currentFile)); err == nil {
 		t.Errorf("removing the current context left context.toml naming it")

@@ -105,8 +105,25 @@ func pickFields(data any, fields []string, zero map[string]any) any {
 	return data
 }
 
-// fieldList matches what --json FIELDS looks like: names and commas.
-var fieldList = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$`)
+// fieldName matches one name of --json FIELDS.
+var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// isFieldList reports whether s looks like --json FIELDS: names separated
+// by commas, with spaces around them or empty items allowed, as gh reads
+// "number, title" and "id,label,".
+func isFieldList(s string) bool {
+	named := false
+	for item := range strings.SplitSeq(s, ",") {
+		switch item = strings.TrimSpace(item); {
+		case item == "":
+		case fieldName.MatchString(item):
+			named = true
+		default:
+			return false
+		}
+	}
+	return named
+}
 
 // joinJSONFields rewrites "--json FIELDS" as "--json=FIELDS" where the
 // word after --json is meant as its fields, so that both spellings gh
@@ -126,7 +143,7 @@ func joinJSONFields(root *cobra.Command, args []string) []string {
 			break
 		}
 		next := args[i+1]
-		if args[i] != "--json" || !fieldList.MatchString(next) {
+		if args[i] != "--json" || !isFieldList(next) {
 			continue
 		}
 		positional := cmd.Args == nil || cmd.Args(cmd, []string{next}) == nil

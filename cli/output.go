@@ -220,6 +220,10 @@ func (o *outputFlags) generic(v any) (any, error) {
 	return data, nil
 }
 
+// runtimeHint is the advice for a --jq or --template that failed on the
+// data rather than on its syntax.
+const runtimeHint = "run the command with --json alone to see the data the expression works on"
+
 // runJQ prints each result of the query: strings as they are (like
 // jq -r, and like gh), anything else as JSON, indented on a terminal.
 func runJQ(stdio IO, q *gojq.Code, data any) error {
@@ -233,7 +237,7 @@ func runJQ(stdio IO, q *gojq.Code, data any) error {
 			if h, ok := err.(*gojq.HaltError); ok && h.Value() == nil {
 				return nil // halt: a normal end
 			}
-			return fmt.Errorf("jq: %w", err)
+			return &hintError{err: fmt.Errorf("jq: %w", err), hint: runtimeHint}
 		}
 		if s, ok := v.(string); ok {
 			if _, err := fmt.Fprintln(stdio.Out, s); err != nil {

@@ -52,6 +52,11 @@ func TestOutputFormats(t *testing.T) {
 			wantOut: "aaa111  small   2026-03-01\nbbb222  medium  2026-03-01\n",
 		},
 		{name: "template pluck and join", args: []string{"-t", `{{join ", " (pluck "id" .)}}`}, wantOut: "aaa111, bbb222"},
+		// As in gh, a null prints as nothing, not as "<nil>".
+		{
+			name: "template helpers print null as empty", args: []string{"-t", `{{join "," (pluck "destroyed_at" .)}}|{{range .}}{{truncate 5 .destroyed_at}}{{color "red" .destroyed_at}}{{tablerow .id .destroyed_at "x"}}{{end}}`},
+			wantOut: ",|aaa111    x\nbbb222    x\n",
+		},
 		{name: "template colour is off when piped", args: []string{"-t", `{{range .}}{{color "green" .status}} {{end}}`}, wantOut: "active active "},
 		{
 			name: "unknown field", args: []string{"--json", "id,bogus"}, wantCode: exitUsage,
@@ -62,6 +67,14 @@ func TestOutputFormats(t *testing.T) {
 		{name: "bad template", args: []string{"--template", "{{.id"}, wantCode: exitUsage, wantErr: "error: invalid --template"},
 		{name: "jq and template", args: []string{"--jq", ".", "--template", "x"}, wantCode: exitUsage, wantErr: "do not go together"},
 		{name: "jq runtime error", args: []string{"--jq", ".[] | .id + 1"}, wantCode: exitError, wantErr: "error: jq: "},
+		{name: "jq runtime error has a hint", args: []string{"--jq", `error("boom")`}, wantCode: exitError, wantErr: "error: jq: error: boom\nhint: "},
+		{name: "template runtime error has a hint", args: []string{"-t", "{{.nope}}"}, wantCode: exitError, wantErr: "\nhint: "},
+		// As gh reads --json "number, title": spaces around the names and
+		// a trailing comma are not a second argument.
+		{name: "fields with spaces", args: []string{"--json", "id, label", "--jq", ".[0] | keys | join(\" \")"}, wantOut: "id label\n"},
+		{name: "fields with a trailing comma", args: []string{"--json", "id,label,", "--jq", ".[0] | keys | join(\" \")"}, wantOut: "id label\n"},
+		{name: "fields repeated", args: []string{"--json", "id,id", "--jq", ".[0] | keys | join(\" \")"}, wantOut: "id\n"},
+		{name: "unknown field with spaces", args: []string{"--json", "id, bogus"}, wantCode: exitUsage, wantErr: `unknown JSON field "bogus"`},
 		{name: "jq sees no environment", args: []string{"--jq", "$ENV | length"}, wantOut: "0\n"},
 	}
 	for _, tt := range tests {
@@ -101,6 +114,8 @@ func TestJoinJSONFields(t *testing.T) {
 		{"exec --json -- id,x", "exec --json -- id,x"},
 		{"exec --json ls", "exec --json ls"},
 		{"up --json id", "up --json id"}, // no --json there: untouched
+		{"session ls --json id,label,", "session ls --json=id,label,"},
+		{"session get --json id,_label x", "session get --json=id,_label x"},
 	}
 	for _, tt := range tests {
 		got := strings.Join(joinJSONFields(root, strings.Fields(tt.in)), " ")

@@ -167,10 +167,21 @@ func (p *pagerOut) wait() error {
 		return nil
 	}
 	p.in.Close()
-	if err := p.cmd.Wait(); err != nil && !p.closed {
-		if _, ok := errors.AsType[*exec.ExitError](err); ok {
-			return nil // less exits non-zero on some quits; the output was shown
+	err := p.cmd.Wait()
+	if err == nil {
+		return nil
+	}
+	if e, ok := errors.AsType[*exec.ExitError](err); ok {
+		// A pager that quits normally exits 0 (less does, on q, however
+		// early); one killed by a signal was quit too. Any other status
+		// means it failed, most likely before showing anything: the
+		// output is gone, so say why, as a warning (the command worked).
+		if e.ExitCode() > 0 {
+			fmt.Fprintf(p.errOut, "warning: the pager %q failed (%v); set BOXKITE_PAGER=cat to print without one\n", p.cmdline, e)
 		}
+		return nil
+	}
+	if !p.closed {
 		return fmt.Errorf("pager %q: %w", p.cmdline, err)
 	}
 	return nil

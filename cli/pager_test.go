@@ -100,6 +100,18 @@ func TestRunPaged(t *testing.T) {
 			t.Errorf("got %q, stderr %q, %v", out, errOut, err)
 		}
 	})
+	// A pager that fails (a typo in its options, a broken script) shows
+	// nothing: the output is gone, and saying nothing would leave the
+	// reader wondering where it went.
+	t.Run("a failing pager is reported", func(t *testing.T) {
+		_, errOut, err := pagedRun(t, "false", func(w io.Writer) error {
+			_, err := fmt.Fprint(w, "lost\n")
+			return err
+		})
+		if err != nil || !strings.Contains(errOut, `warning: the pager "false" failed (exit status 1)`) || !strings.Contains(errOut, "BOXKITE_PAGER=cat") {
+			t.Errorf("stderr %q, err %v", errOut, err)
+		}
+	})
 	t.Run("the command's error comes after the pager", func(t *testing.T) {
 		_, _, err := pagedRun(t, "cat", func(w io.Writer) error {
 			fmt.Fprint(w, "partial\n")

@@ -278,6 +278,17 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		"POST /v1/account/ssh-keys":            {cred: "key", path: "/v1/account/ssh-keys", body: api.AddSSHKeyRequest{PublicKey: mustAuthorizedKey(t)}},
 		"DELETE /v1/account/ssh-keys/{key_id}": {cred: "key", path: "/v1/account/ssh-keys/{assh}", want: 404},
 
+		// This server keeps no images: every account gets 422
+		// not_supported (TestImagesWithoutStore). Images' tenancy with a
+		// store: servertest's checkOtherTenant.
+		"POST /v1/images":          {cred: "key", path: "/v1/images", want: 422},
+		"POST /v1/images/import":   {cred: "key", path: "/v1/images/import", want: 422},
+		"GET /v1/images":           {cred: "key", path: "/v1/images", want: 422},
+		"GET /v1/images/{id}":      {cred: "key", path: "/v1/images/img0", want: 422},
+		"GET /v1/images/{id}/logs": {cred: "key", path: "/v1/images/img0/logs", want: 422},
+		"GET /v1/images/{id}/log":  {cred: "key", path: "/v1/images/img0/log", want: 422},
+		"DELETE /v1/images/{id}":   {cred: "key", path: "/v1/images/img0", want: 422},
+
 		"POST /v1/volumes":                                          {cred: "key", path: "/v1/volumes", body: api.CreateVolumeRequest{Label: "b-volume"}},
 		"GET /v1/volumes":                                           {cred: "key", path: "/v1/volumes"},
 		"GET /v1/volumes/{id}":                                      {cred: "key", path: "/v1/volumes/{avol}", want: 404},

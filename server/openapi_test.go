@@ -21,7 +21,7 @@ import (
 // TestOpenAPICoversRoutes: /openapi.json documents every route the server
 // registers, and nothing it does not.
 func TestOpenAPICoversRoutes(t *testing.T) {
-	e := newEnv(t, server.Config{Images: stubImages{}, MCPOAuth: true, DemoPlayground: true}) // /v1/images is served only with an image store, /oauth/ with --mcp-oauth
+	e := newEnv(t, server.Config{Images: stubImages{}, MCPOAuth: true, DemoPlayground: true}) // /v1/images does its work only with an image store, /oauth/ is served with --mcp-oauth
 	resp, body := e.do("GET", "/openapi.json", "", nil)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /openapi.json: %d %s %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), body)

@@ -30,7 +30,7 @@ const routeListPath = "../docs/routes.md"
 // one with that route. Regenerate it with
 // go test ./server -run TestRouteList -update-routes.
 func TestRouteList(t *testing.T) {
-	e := newEnv(t, server.Config{Images: stubImages{}, MCPOAuth: true, DemoPlayground: true}) // /v1/images is served only with an image store, /oauth/ with --mcp-oauth
+	e := newEnv(t, server.Config{Images: stubImages{}, MCPOAuth: true, DemoPlayground: true}) // /v1/images does its work only with an image store, /oauth/ is served with --mcp-oauth
 	_, self, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(self))
 

@@ -284,13 +284,13 @@ func (s *Server) routes() {
 	s.mount(s.status.Routes()) // server/status: health, metrics, usage, host
 	s.handlePublic("GET /openapi.json", s.serveOpenAPI)
 
-	s.mountIf(s.images.Served(), s.images.Routes()) // server/imagesapi
-	s.mount(s.sandboxes.Routes())                   // server/sandbox: create, list, get, delete, extend, pause, resume, stats
-	s.mount(s.snap.Routes())                        // server/snapshot
-	s.mount(s.exec.Routes())                        // server/exec
-	s.mount(s.proxy.Routes())                       // server/proxy: files, processes, interpreter, lsp
-	s.mount(s.takeover.Routes())                    // server/takeover
-	s.mount(s.auditlog.Routes())                    // server/auditlog: log and watch
+	s.mount(s.images.Routes())    // server/imagesapi: 422 without images
+	s.mount(s.sandboxes.Routes()) // server/sandbox: create, list, get, delete, extend, pause, resume, stats
+	s.mount(s.snap.Routes())      // server/snapshot
+	s.mount(s.exec.Routes())      // server/exec
+	s.mount(s.proxy.Routes())     // server/proxy: files, processes, interpreter, lsp
+	s.mount(s.takeover.Routes())  // server/takeover
+	s.mount(s.auditlog.Routes())  // server/auditlog: log and watch
 
 	s.mount(s.volumes.Routes())                     // server/volumes
 	s.mount(s.mcpconns.Routes())                    // server/mcpconns

@@ -268,6 +268,19 @@ func TestExecBackgroundChildDoesNotHold(t *testing.T) {
 	waitGone(t, readPID(t, filepath.Join(ws, "bg.pid")))
 }
 
+// TestExecOutputTailToALateWait: output a background child wrote while
+// the exec's wait was not scheduled (a loaded host) for longer than the
+// grace and the drain together is still read before the pipes go.
+func TestExecOutputTailToALateWait(t *testing.T) {
+	t.Parallel()
+	srv, ws := newServer(t, Options{Token: testToken, slowKill: func() { time.Sleep(pipeDrain + 2*time.Second) }})
+	got := postExec(t, srv.URL, `{"command":"(sleep 0.2; echo late; exec sleep 30) & echo $! > bg.pid; echo done"}`)
+	if diff := cmp.Diff(api.ExecResult{Stdout: "done\nlate\n"}, got, ignoreTimingAndCounts); diff != "" {
+		t.Errorf("exec (-want +got):\n%s", diff)
+	}
+	waitGone(t, readPID(t, filepath.Join(ws, "bg.pid")))
+}
+
 func TestExecClientGoneKillsTheGroup(t *testing.T) {
 	t.Parallel()
 	srv, ws := newServer(t, Options{Token: testToken})

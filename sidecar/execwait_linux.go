@@ -210,9 +210,16 @@ func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int
 		case !a.exited:
 			// ctx ended: the next round kills and waits on.
 		case killAt.IsZero() && !time.Now().Before(exitAt.Add(pipeGrace)):
-			r.kill()
 			killAt = time.Now()
+			if h.opts.slowKill != nil {
+				h.opts.slowKill()
+			}
+			r.kill()
 		case !killAt.IsZero() && !time.Now().Before(killAt.Add(pipeDrain)):
+			// What the pipes hold is read before they go: a wait the
+			// scheduler left past the deadline (a loaded host) must not
+			// cut output already written.
+			a.drainReady()
 			a.dropAll()
 		}
 	}
@@ -233,6 +240,14 @@ type awaiting struct {
 }
 
 func (a *awaiting) open() bool { return a.streams[0] >= 0 || a.streams[1] >= 0 }
+
+// drainReady reads what the pipes hold now, without waiting for more, up
+// to outputDrainMax: past it, a process that left the group is writing.
+func (a *awaiting) drainReady() {
+	from := a.w.stdoutN + a.w.stderrN
+	for a.open() && a.w.stdoutN+a.w.stderrN-from <= outputDrainMax && a.round(0) {
+	}
+}
 
 func (a *awaiting) dropAll() {
 	for i, fd := range a.streams {

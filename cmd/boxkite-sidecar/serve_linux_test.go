@@ -51,6 +51,9 @@ func TestServeRefusesVsock(t *testing.T) {
 		{"0x28 EPERM", "socket(AF_VSOCK) refused"},
 		{"0x100000028 EPERM", "socket(AF_VSOCK|1<<32) refused"},
 		{"0x2 ok", "socket(AF_INET) working"},
+		{"netlink 0xf EPERM", "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT) refused"},
+		{"netlink 0x10000000f EPERM", "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT|1<<32) refused"},
+		{"netlink 0x0 ok", "socket(AF_NETLINK, NETLINK_ROUTE) working"},
 	} {
 		if n := strings.Count(got, want.line+"\n"); n != 2 {
 			t.Errorf("%s in %d of 2 places (serve, a command):\n%s", want.where, n, got)

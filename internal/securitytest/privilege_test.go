@@ -195,6 +195,10 @@ func TestPrivilegedToolsRefused(t *testing.T) {
 		// memory (though they can lower it to the sidecar's 0: docs/security.md).
 		{"commands start at oom_score_adj 1000", "cat /proc/self/oom_score_adj", "1000\n"},
 		{"pressure empty", "ls -A /proc/pressure | wc -l; cat /proc/pressure/cpu /proc/pressure/memory /proc/pressure/io 2>/dev/null | wc -c", "0\n0\n"},
+		// The host's block devices with their I/O counters: every other
+		// sandbox's loop device, its size and each write it makes.
+		{"diskstats masked", "cat /proc/diskstats | wc -c", "0\n"},
+		{"partitions masked", "cat /proc/partitions | wc -c", "0\n"},
 		{"hostname unchanged", "hostname", "sandbox\n"},
 		{"every mount nosuid", `awk '$6 !~ /nosuid/ {print $5}' /proc/self/mountinfo`, ""},
 		// Device nodes and ptys need dev; nothing else has it.

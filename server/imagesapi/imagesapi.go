@@ -48,11 +48,20 @@ type Store interface {
 
 func (s *Service) imageStore() (Store, error) {
 	if s.d.Images == nil {
-		return nil, api.Errorf(http.StatusNotFound, api.CodeNotSupported, "this server keeps no images").
-			WithHint("images need the local driver")
+		return nil, errNoImages()
 	}
 	return s.d.Images, nil
 }
+
+// errNoImages answers every images route of a server that keeps no
+// images (the kube driver's).
+func errNoImages() *api.Error {
+	return api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "this server keeps no images: its driver neither builds nor imports them").
+		WithHint(noImagesHint)
+}
+
+const noImagesHint = "images need the local driver; on Kubernetes, build FROM the sandbox image with what sandboxes need " +
+	"and set it as the server's sandbox-image (docs/kubernetes.md)"
 
 // importImage serves POST /v1/images/import: the body is an OCI layout tar
 // or a docker save archive; ?label= names the image.
@@ -281,7 +290,7 @@ func (s *Service) RootFS(ctx context.Context, acct, id string) (string, error) {
 		return "", nil
 	}
 	if s.d.Images == nil {
-		return "", httpx.NotSupported("image_id", "omit image_id; this server keeps no images")
+		return "", httpx.NotSupported("image_id", "omit image_id; "+noImagesHint)
 	}
 	root, err := s.d.Images.RootFS(ctx, acct, id)
 	if _, ok := errors.AsType[*api.Error](err); ok {
@@ -295,7 +304,7 @@ func (s *Service) RootFS(ctx context.Context, acct, id string) (string, error) {
 // the same create).
 func (s *Service) Use(ctx context.Context, id, sandbox string) error {
 	if s.d.Images == nil {
-		return httpx.NotSupported("image_id", "omit image_id; this server keeps no images")
+		return httpx.NotSupported("image_id", "omit image_id; "+noImagesHint)
 	}
 	err := s.d.Images.Use(ctx, id, sandbox)
 	if _, ok := errors.AsType[*api.Error](err); ok {

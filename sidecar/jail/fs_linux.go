@@ -19,9 +19,11 @@ const maskAttrs = deviceAttr | unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NODEV
 // Docker's default masks: files that leak host state or poke the kernel.
 // And pressure: the host's pressure stall information (the load every
 // other sandbox puts on the host's CPU, memory and disk, sampled every
-// 2 s), whose files anyone may also write a trigger to.
+// 2 s), whose files anyone may also write a trigger to. And diskstats and
+// partitions: the host's block devices, among them every other sandbox's
+// loop device with its size and I/O counters (each of its writes).
 var (
-	procMasked   = []string{"kcore", "keys", "timer_list", "timer_stats", "sched_debug", "latency_stats", "sysrq-trigger", "kmsg", "config.gz"}
+	procMasked   = []string{"kcore", "keys", "timer_list", "timer_stats", "sched_debug", "latency_stats", "sysrq-trigger", "kmsg", "config.gz", "diskstats", "partitions"}
 	procMaskDirs = []string{"acpi", "scsi", "asound", "driver", "pressure"}
 	procReadOnly = []string{"sys", "bus", "fs", "irq"}
 )

@@ -16,8 +16,13 @@ import (
 // a jail, in a Kubernetes pod: vsock is not network-namespaced, and the
 // runtimes' default profiles compare the family as 64 bits (containerd's
 // RuntimeDefault allows socket when it is not 40, so AF_VSOCK|1<<32 passes)
-// or not at all. A jail's own filter (internal/seccomppolicy) refuses the
-// same. It sets no_new_privs, which a filter needs without CAP_SYS_ADMIN.
+// or not at all. It refuses the kernel's device event socket
+// (AF_NETLINK, NETLINK_KOBJECT_UEVENT, the protocol's high bits set too)
+// as well: a pod's network namespace belongs to the node's initial user
+// namespace, so the node's uevents (its disks, devices and other pods'
+// volumes coming and going) reach every listener in it. A jail's own
+// filter (internal/seccomppolicy) refuses the same. It sets no_new_privs,
+// which a filter needs without CAP_SYS_ADMIN.
 func RefuseVsock() error {
 	runtime.LockOSThread() // no_new_privs and the filter on the same thread
 	defer runtime.UnlockOSThread()
@@ -38,13 +43,16 @@ func RefuseVsock() error {
 func vsockFilter(archID uint32) []unix.SockFilter {
 	const (
 		archOffset = 4  // of struct seccomp_data
-		argsOffset = 16 // args[0], 8 bytes
+		argsOffset = 16 // args[0], 8 bytes each
 		x32Bit     = 0x40000000
 		afVsock    = 40
 	)
-	lo, hi := uint32(argsOffset), uint32(argsOffset+4)
+	// The low and high words of socket's family (args[0]) and protocol (args[2]).
+	famLo, famHi := uint32(argsOffset), uint32(argsOffset+4)
+	protoLo, protoHi := uint32(argsOffset+16), uint32(argsOffset+20)
 	if !littleEndian() {
-		lo, hi = hi, lo
+		famLo, famHi = famHi, famLo
+		protoLo, protoHi = protoHi, protoLo
 	}
 	const (
 		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -55,17 +63,22 @@ func vsockFilter(archID uint32) []unix.SockFilter {
 	// Jumps count instructions after the jump; the three returns end it.
 	return []unix.SockFilter{
 		/* 0 */ {Code: ld, K: archOffset},
-		/* 1 */ {Code: jeq, Jt: 0, Jf: 9, K: archID}, // → ENOSYS
+		/* 1 */ {Code: jeq, Jt: 0, Jf: 14, K: archID}, // → ENOSYS
 		/* 2 */ {Code: ld, K: 0}, // nr
-		/* 3 */ {Code: jge, Jt: 7, Jf: 0, K: x32Bit}, // → ENOSYS
-		/* 4 */ {Code: jeq, Jt: 0, Jf: 4, K: uint32(unix.SYS_SOCKET)}, // → ALLOW
-		/* 5 */ {Code: ld, K: hi},
-		/* 6 */ {Code: jeq, Jt: 0, Jf: 3, K: 0}, // high bits → EPERM
-		/* 7 */ {Code: ld, K: lo},
-		/* 8 */ {Code: jeq, Jt: 1, Jf: 0, K: afVsock}, // → EPERM
-		/* 9 */ {Code: ret, K: unix.SECCOMP_RET_ALLOW},
-		/* 10 */ {Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
-		/* 11 */ {Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		/* 3 */ {Code: jge, Jt: 12, Jf: 0, K: x32Bit}, // → ENOSYS
+		/* 4 */ {Code: jeq, Jt: 0, Jf: 9, K: uint32(unix.SYS_SOCKET)}, // → ALLOW
+		/* 5 */ {Code: ld, K: famHi},
+		/* 6 */ {Code: jeq, Jt: 0, Jf: 8, K: 0}, // high bits → EPERM
+		/* 7 */ {Code: ld, K: famLo},
+		/* 8 */ {Code: jeq, Jt: 6, Jf: 0, K: afVsock}, // → EPERM
+		/* 9 */ {Code: jeq, Jt: 0, Jf: 4, K: unix.AF_NETLINK}, // → ALLOW
+		/* 10 */ {Code: ld, K: protoHi},
+		/* 11 */ {Code: jeq, Jt: 0, Jf: 3, K: 0}, // high bits → EPERM
+		/* 12 */ {Code: ld, K: protoLo},
+		/* 13 */ {Code: jeq, Jt: 1, Jf: 0, K: unix.NETLINK_KOBJECT_UEVENT}, // → EPERM
+		/* 14 */ {Code: ret, K: unix.SECCOMP_RET_ALLOW},
+		/* 15 */ {Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		/* 16 */ {Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
 	}
 }
 

@@ -12,8 +12,10 @@ import (
 )
 
 // TestRefuseVsock: a sidecar outside a jail (a pod) refuses AF_VSOCK
-// sockets, with the family's high bits set too, in every thread and in the
-// processes it starts, and keeps other families. The pod's RuntimeDefault
+// sockets, with the family's high bits set too, and the kernel's device
+// event socket (a pod's network namespace belongs to the node's initial
+// user namespace, so the node's uevents reach it), in every thread and in
+// the processes it starts, and keeps other families and netlink sockets. The pod's RuntimeDefault
 // profile (containerd's: socket allowed when the family != 40, compared as
 // 64 bits) let `socket(AF_VSOCK|1<<32, …)` through, and the kernel reads
 // that as AF_VSOCK. Checked in a child process of the test binary, which
@@ -67,5 +69,14 @@ func TestRefuseVsock(t *testing.T) {
 	}
 	if n := count("0x2 ok"); n != 2 {
 		t.Errorf("socket(AF_INET) worked in %d of 2 places (thread, child):\n%s", n, got)
+	}
+	for _, want := range []struct{ line, what string }{
+		{"netlink 0xf EPERM", "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT) refused with EPERM"},
+		{"netlink 0x10000000f EPERM", "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT|1<<32) refused with EPERM"},
+		{"netlink 0x0 ok", "socket(AF_NETLINK, NETLINK_ROUTE) worked"},
+	} {
+		if n := count(want.line); n != 2 {
+			t.Errorf("%s in %d of 2 places (thread, child):\n%s", want.what, n, got)
+		}
 	}
 }

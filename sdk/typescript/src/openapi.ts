@@ -544,7 +544,7 @@ export interface paths {
         /** List the account's images, newest first; limit=N (1..1000) answers one page and a Link rel="next" header to the next (cursor=) */
         get: operations["get_images"];
         put?: never;
-        /** Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images */
+        /** Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images (the kube driver's) answer every /v1/images route 422 not_supported */
         post: operations["post_images"];
         delete?: never;
         options?: never;
@@ -5207,7 +5207,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images */
+            /** @description Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images (the kube driver's) answer every /v1/images route 422 not_supported */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5216,7 +5216,7 @@ export interface operations {
                     "application/json": components["schemas"]["Image"];
                 };
             };
-            /** @description Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images */
+            /** @description Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images (the kube driver's) answer every /v1/images route 422 not_supported */
             202: {
                 headers: {
                     [name: string]: unknown;

@@ -57,6 +57,19 @@ const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.
 // and every other sandbox, so a jail with only lo could still talk out.
 const afVsock = 40
 
+// afNetlink and netlinkKobjectUevent are the socket of the kernel's device
+// events (uevents). The kernel sends every untagged uevent of the host
+// (each loop device another sandbox's disk attaches, block and network
+// devices, USB) to the uevent sockets of every network namespace its
+// initial user namespace owns, and a prepared slot's namespace is one
+// (server/local, prepared.go): a sandbox listening there watched the
+// host's and other sandboxes' devices come and go. Nothing in a sandbox
+// has a use for them (no udev).
+const (
+	afNetlink            = 16
+	netlinkKobjectUevent = 15
+)
+
 // allowedPersonalities are the personality(2) arguments Docker allows: the
 // default, 32-bit uname, and the query 0xffffffff.
 var allowedPersonalities = []uint64{0, 0x8, 0x20000, 0x20008, 0xffffffff}
@@ -117,6 +130,17 @@ func Policy(nested bool) (seccomp.Policy, error) {
 					// is refused too, or AF_VSOCK|1<<32 would pass as another.
 					{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: afVsock}}},
 					{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.GreaterThan, Value: 0xffffffff}}},
+					// A netlink socket's protocol is an int as well: a
+					// protocol with high bits set is refused, or
+					// NETLINK_KOBJECT_UEVENT|1<<32 would pass.
+					{Name: "socket", Conditions: seccomp.ArgumentConditions{
+						{Argument: 0, Operation: seccomp.Equal, Value: afNetlink},
+						{Argument: 2, Operation: seccomp.Equal, Value: netlinkKobjectUevent},
+					}},
+					{Name: "socket", Conditions: seccomp.ArgumentConditions{
+						{Argument: 0, Operation: seccomp.Equal, Value: afNetlink},
+						{Argument: 2, Operation: seccomp.GreaterThan, Value: 0xffffffff},
+					}},
 				},
 				Action: seccomp.ActionErrno, // EPERM
 			},
