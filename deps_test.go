@@ -102,7 +102,7 @@ var rules = map[string]depRule{
 	}},
 	// The lifecycle hub: the other subsystems reach it through functions
 	// in their Deps, so it imports none of them.
-	"server/sandbox": {ours: []string{"client/api", "server/model", "server/egress", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/limits", "server/internal/sidecar"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/sandbox": {ours: []string{"client/api", "internal/keylock", "server/model", "server/egress", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/limits", "server/internal/sidecar"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":           "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 		"server/volumes":   "volumes, images, connections and secrets are reached through the small interfaces of its Deps",
 		"server/imagesapi": "volumes, images, connections and secrets are reached through the small interfaces of its Deps",
@@ -230,6 +230,7 @@ var rules = map[string]depRule{
 	"internal/testport": {stdOnly: true},
 	// A locked bytes.Buffer for tests that read what goroutines write.
 	"internal/lockedbuf": {stdOnly: true},
+	"internal/keylock":   {stdOnly: true},
 	// Builds the sidecar linked with cgo, for the local driver's and servertest's tests.
 	"internal/cgosidecar": {stdOnly: true},
 	// Reads namespaces' inodes and owners for the jail's tests (server/local's, securitytest's).
@@ -254,7 +255,7 @@ var rules = map[string]depRule{
 		"server/sqlstore": "organizations keep their records through their Store interface",
 	}},
 	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks", "server/orgs", "server/oauth", "server/admin", "server/storagesync"}, forbidden: merge(clientGo)},
-	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/egress", "server/local/idrange", "server/local/loopdisk", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/egress", "server/local/idrange", "server/local/loopdisk", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu", "internal/keylock"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/local/idrange": {ours: []string{"client/api", "server/model", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/local": "the leases know nothing of sandboxes; the driver hands their files to its jails",
 	}},
@@ -267,13 +268,13 @@ var rules = map[string]depRule{
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
 	}},
-	"sidecar": {ours: []string{"client/api", "internal/apihttp", "internal/acceptloop"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
+	"sidecar": {ours: []string{"client/api", "internal/apihttp", "internal/acceptloop", "internal/keylock"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
 		"github.com/spf13/cobra": "the sidecar is small: stdlib, pty, websocket, seccomp",
 		"database/sql":           "the sidecar keeps no database",
 	})},
 	"sidecar/jail":        {ours: []string{"sidecar/internal/forkhook"}, forbidden: merge(clientGo, sqlDriver)},
 	"cmd/boxkite":         {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the CLI starts boxkite-server as a process; it never links it", "sidecar": "the CLI never links the sidecar"})},
-	"cmd/boxkite-sidecar": {ours: []string{"sidecar", "sidecar/jail", "client/api", "internal/apihttp"}, forbidden: merge(clientGo, sqlDriver, map[string]string{"github.com/spf13/cobra": "the sidecar binary stays small"})},
+	"cmd/boxkite-sidecar": {ours: []string{"sidecar", "sidecar/jail", "client/api", "internal/apihttp", "internal/keylock"}, forbidden: merge(clientGo, sqlDriver, map[string]string{"github.com/spf13/cobra": "the sidecar binary stays small"})},
 	"cmd/boxkite-server":  {anyOurs: true, forbidden: map[string]string{"cli": "the server never links the CLI", "tui": "the server never links the TUI"}},
 	"cmd/boxkite-mcp":     {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "boxkite-mcp is a client of the control plane", "cli": "boxkite-mcp does not link the CLI", "tui": "no TUI in the MCP server"})},
 	"cmd/boxkite-bastion": {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the bastion is a client of the control plane", "cli": "the bastion does not link the CLI"})},

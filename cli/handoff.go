@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,9 +139,31 @@ func handoffArgs(f *handoffFlags) cobra.PositionalArgs {
 		case f.sandbox != "" && f.noEgress:
 			return errors.New("-s hands off into an existing sandbox, whose egress is set: leave out --no-egress")
 		}
+		for _, h := range f.allowHosts {
+			if !plausibleGrant(h) {
+				return fmt.Errorf("--allow-host %q is not HOST or HOST:PORT", h)
+			}
+		}
 
 		return nil
 	}
+}
+
+// plausibleGrant is a first check of an --allow-host value, so that a
+// --dry-run does not plan what the server's create would refuse: a name
+// without spaces, slashes or an @, and a port from 1 to 65535 when one
+// is given. The server's check (which also refuses IP addresses) is the
+// authority.
+func plausibleGrant(h string) bool {
+	host := h
+	if hp, port, err := net.SplitHostPort(h); err == nil {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return false
+		}
+		host = hp
+	}
+	return host != "" && !strings.ContainsAny(host, " \t/@[]:")
 }
 
 // errNoTerminal refuses to attach a stdin that is not a terminal: the

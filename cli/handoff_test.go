@@ -120,6 +120,11 @@ func TestHandoffUsage(t *testing.T) {
 		{[]string{"handoff", "codex", "--session", "ffffffff-0000-4000-8000-000000000009", "--dry-run"}, 3, "no Codex rollout"},
 		{[]string{"handoff", "claude-code", "--session", "ffffffff-0000-4000-8000-000000000009", "--dry-run"}, 3, "ffffffff-0000-4000-8000-000000000009"},
 		{[]string{"handoff", "codex", "--no-egress", "--allow-host", "x.example"}, 2, "contradict"},
+		// --allow-host is checked before a --dry-run plans it.
+		{[]string{"handoff", "claude-code", "--allow-host", "bad host", "--dry-run"}, 2, `--allow-host "bad host" is not HOST or HOST:PORT`},
+		{[]string{"handoff", "claude-code", "--allow-host", "x.example:99999", "--dry-run"}, 2, "is not HOST or HOST:PORT"},
+		{[]string{"handoff", "claude-code", "--allow-host", "https://x.example/v1", "--dry-run"}, 2, "is not HOST or HOST:PORT"},
+		{[]string{"handoff", "claude-code", "--allow-host", ":443", "--dry-run"}, 2, "is not HOST or HOST:PORT"},
 		{[]string{"handoff", "codex", "--agent-version", "-1"}, 2, "not a version"},
 		{[]string{"handoff", "codex", "-s", "sb", "--image", "img"}, 2, "leave out --image"},
 		// -s keeps the sandbox's lifetime and egress: flags that would set

@@ -52,6 +52,11 @@ func TestOutputFormats(t *testing.T) {
 			wantOut: "aaa111  small   2026-03-01\nbbb222  medium  2026-03-01\n",
 		},
 		{name: "template pluck and join", args: []string{"-t", `{{join ", " (pluck "id" .)}}`}, wantOut: "aaa111, bbb222"},
+		// As in gh, a null prints as nothing, not as "<nil>".
+		{
+			name: "template helpers print null as empty", args: []string{"-t", `{{join "," (pluck "destroyed_at" .)}}|{{range .}}{{truncate 5 .destroyed_at}}{{color "red" .destroyed_at}}{{tablerow .id .destroyed_at "x"}}{{end}}`},
+			wantOut: ",|aaa111    x\nbbb222    x\n",
+		},
 		{name: "template colour is off when piped", args: []string{"-t", `{{range .}}{{color "green" .status}} {{end}}`}, wantOut: "active active "},
 		{
 			name: "unknown field", args: []string{"--json", "id,bogus"}, wantCode: exitUsage,

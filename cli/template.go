@@ -27,9 +27,9 @@ type templateRun struct {
 func templateFuncs(run *templateRun) template.FuncMap {
 	color := func(style string, v any) string {
 		if run == nil || !run.stdio.Color {
-			return fmt.Sprint(v)
+			return templateText(v)
 		}
-		return ansiStyle(style) + fmt.Sprint(v) + "\x1b[0m"
+		return ansiStyle(style) + templateText(v) + "\x1b[0m"
 	}
 	return template.FuncMap{
 		"tablerow": func(cells ...any) string {
@@ -38,7 +38,7 @@ func templateFuncs(run *templateRun) template.FuncMap {
 			}
 			strs := make([]string, len(cells))
 			for i, c := range cells {
-				strs[i] = strings.ReplaceAll(fmt.Sprint(c), "\t", " ")
+				strs[i] = strings.ReplaceAll(templateText(c), "\t", " ")
 			}
 			fmt.Fprintln(run.rows, strings.Join(strs, "\t"))
 			return ""
@@ -77,11 +77,11 @@ func templateFuncs(run *templateRun) template.FuncMap {
 		"join": func(sep string, list []any) string {
 			strs := make([]string, len(list))
 			for i, v := range list {
-				strs[i] = fmt.Sprint(v)
+				strs[i] = templateText(v)
 			}
 			return strings.Join(strs, sep)
 		},
-		"truncate": func(n int, v any) string { return truncate(fmt.Sprint(v), max(n, 1)) },
+		"truncate": func(n int, v any) string { return truncate(templateText(v), max(n, 1)) },
 		"hyperlink": func(link, text string) string {
 			if run == nil || !run.stdio.Color {
 				return text
@@ -93,6 +93,15 @@ func templateFuncs(run *templateRun) template.FuncMap {
 			return string(b), err
 		},
 	}
+}
+
+// templateText is a JSON value as the helpers print it: null as nothing
+// (as gh does), anything else as fmt prints it.
+func templateText(v any) string {
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprint(v)
 }
 
 // renderRows lays out the rows collected so far and returns them.

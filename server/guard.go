@@ -23,7 +23,7 @@ func (s *Server) register(rt httpx.Route) {
 	pattern, cred, h := rt.Pattern, rt.Cred, rt.Handler
 	bucket := bucketOf(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		err := s.guard(w, r, pattern, cred, bucket, h)
+		err := s.guard(w, r, pattern, cred, bucket, !rt.OwnText, h)
 		var refused *authRefusal
 		if errors.As(err, &refused) {
 			err = refused.err
@@ -43,7 +43,7 @@ type authRefusal struct{ err error }
 func (e *authRefusal) Error() string { return e.err.Error() }
 func (e *authRefusal) Unwrap() error { return e.err }
 
-func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, cred httpx.Cred, bucket string,
+func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, cred httpx.Cred, bucket string, checkText bool,
 	h func(http.ResponseWriter, *http.Request) error,
 ) error {
 	if bucket == bucketAuth {
@@ -68,6 +68,14 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 	}
 	if err := apihttp.CheckPathValues(r); err != nil { // an {id} no id can be: not found, before any lookup
 		return err
+	}
+	// A query parameter or header no text of the API can be: refused up
+	// front, as a body's is, alike on every store (and before an
+	// Idempotency-Key is stored).
+	if checkText {
+		if err := apihttp.CheckRequestText(r); err != nil {
+			return err
+		}
 	}
 	if cred != httpx.CredNone && cred != httpx.CredBastion && s.idempotencyApplies(pattern, r) {
 		return s.idempotent(w, r, h)

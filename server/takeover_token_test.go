@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -263,4 +264,70 @@ func TestTakeoverInputFlushedWhileOpen(t *testing.T) {
 		}
 		return typed.String() == "one\rtwo\r"
 	})
+}
+
+// TestInteractiveAPIKeyQuery: the interactive exec WebSocket takes the key
+// as ?api_key= (documented as apiKeyQuery, for browsers' WebSockets) and
+// judges it as it judges the header: the same answer for every key, and
+// the key never reaches the sidecar.
+func TestInteractiveAPIKeyQuery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	started := make(chan string, 10)
+	e.Sidecar.Route("GET /exec/interactive", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		started <- r.URL.RawQuery
+		c.Close(websocket.StatusNormalClosure, "")
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	member := e.addKey(e.AcctA, model.RoleMember)
+	_, ro, _ := mintToken(t, e, sb.ID, e.KeyA, api.TakeoverTokenRequest{ReadOnly: true})
+	dial := func(key string, inQuery bool) (*websocket.Conn, *http.Response, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		q := api.InteractiveRequest{Command: "true"}.Query()
+		hdr := http.Header{}
+		if inQuery {
+			q.Set("api_key", key)
+		} else {
+			hdr.Set("Authorization", "Bearer "+key)
+		}
+		u := "ws" + strings.TrimPrefix(e.URL, "http") + sandboxPath(sb.ID, "/exec/interactive") + "?" + q.Encode()
+		return websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: hdr})
+	}
+	for _, c := range []struct {
+		name, key string
+		want      int
+	}{
+		{"admin key", e.KeyA, http.StatusSwitchingProtocols},
+		{"member key", member, http.StatusSwitchingProtocols},
+		{"unknown key", "bxk_live_wrong", http.StatusUnauthorized},
+		{"another account's key", e.KeyB, http.StatusNotFound},
+		{"not a key", "not-a-key", http.StatusUnauthorized},
+		// ?api_key= takes a key only: a takeover token there is refused.
+		{"a read-only takeover token", ro.Token, http.StatusUnauthorized},
+	} {
+		for _, inQuery := range []bool{false, true} {
+			if c.name == "a read-only takeover token" && !inQuery {
+				continue // the header takes takeover tokens (403 read-only: TestInteractiveRefusals)
+			}
+			conn, resp, err := dial(c.key, inQuery)
+			if resp == nil || resp.StatusCode != c.want {
+				t.Errorf("%s (in the query %v): %v, want %d", c.name, inQuery, err, c.want)
+			}
+			if err != nil {
+				continue
+			}
+			q := <-started
+			if strings.Contains(q, "api_key") || strings.Contains(q, c.key) {
+				t.Errorf("%s: the sidecar was sent the key: %q", c.name, q)
+			}
+			conn.CloseNow()
+		}
+	}
 }

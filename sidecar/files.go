@@ -54,6 +54,9 @@ func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := t.writable("write to", req.Path); err != nil {
 		return err
 	}
+	if err := fileName(t, req.Path); err != nil {
+		return err
+	}
 	n, err := v.writeFile(t, req.Path, strings.NewReader(req.Content), nil, durabilityOf(r))
 	if err != nil {
 		return err
@@ -190,6 +193,14 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 	if err := t.writable("edit", req.Path); err != nil {
 		return err
 	}
+	if err := fileName(t, req.Path); err != nil {
+		return err
+	}
+	unlock, err := h.editLock(t)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	f, fi, err := v.openFile(t, req.Path)
 	if err != nil {
 		return err
@@ -220,6 +231,27 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, api.StrReplaceResult{Path: t.virt(), Replaced: true, Occurrences: n})
+}
+
+// editKey is a file as editLock locks it: its directory (device and
+// inode) and name.
+type editKey struct {
+	dev, ino uint64
+	name     string
+}
+
+// editLock waits for the lock that serialises str-replace's read, replace
+// and write of t's file, and returns its release: two edits of one file
+// through the API each read what the other wrote, and neither is lost
+// (before, both read the old content and the last rename won, though both
+// answered replaced). A command in the sandbox writing the file meanwhile
+// is not held off: that is a race of its own.
+func (h *Handler) editLock(t *target) (func(), error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(t.cur.dir(), &st); err != nil {
+		return nil, fmt.Errorf("stat directory: %w", err)
+	}
+	return h.edits.Lock(editKey{uint64(st.Dev), st.Ino, t.name}), nil
 }
 
 // presentFiles hands files to the user through the outputs directory. The

@@ -3,12 +3,14 @@ package sidecar
 import (
 	"archive/tar"
 	"encoding/json"
+	"fmt"
 	iofs "io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -146,6 +148,27 @@ func TestFileCreate(t *testing.T) {
 		wantError(t, "file-create without a path", status, body, 422, "path must not be empty")
 		status, body = fs.post(t, "/str-replace", api.StrReplaceRequest{OldStr: "x", NewStr: "y"})
 		wantError(t, "str-replace without a path", status, body, 422, "path must not be empty")
+	})
+	// A trailing slash names a directory, as open(2) reads it: before, it
+	// was dropped, and "newdir/" wrote a file newdir.
+	t.Run("trailing slash", func(t *testing.T) {
+		writeFile(t, fs.ws+"/plain.txt", "x", 0o644)
+		for _, p := range []string{"newdir/", "newdir\\", "plain.txt/"} {
+			status, body := fs.post(t, "/file-create", api.FileCreateRequest{Path: p, Content: "y"})
+			wantError(t, "file-create "+p, status, body, 400, "a file's name cannot end in /")
+			status, body = fs.post(t, "/str-replace", api.StrReplaceRequest{Path: p, OldStr: "x", NewStr: "y"})
+			wantError(t, "str-replace "+p, status, body, 400, "a file's name cannot end in /")
+			status, body = call(t, http.MethodPut, fs.url+"/files/raw?path="+url.QueryEscape(p), authHeader, "y")
+			wantError(t, "PUT raw "+p, status, body, 400, "a file's name cannot end in /")
+		}
+		if _, err := os.Lstat(fs.ws + "/newdir"); !os.IsNotExist(err) {
+			t.Errorf("newdir after the refused writes: %v, want none", err)
+		}
+		if s := readFile(t, fs.ws+"/plain.txt"); s != "x" {
+			t.Errorf("plain.txt = %q after the refused writes, want x", s)
+		}
+		status, body := fs.post(t, "/file-create", api.FileCreateRequest{Path: "/tmp/", Content: "y"})
+		wantError(t, "file-create /tmp/", status, body, 400, "Path is a directory")
 	})
 	t.Run("too large", func(t *testing.T) {
 		status, body := fs.post(t, "/file-create", api.FileCreateRequest{Path: "big", Content: strings.Repeat("x", api.MaxFileContent+1)})
@@ -658,5 +681,36 @@ func TestNameTooLong(t *testing.T) {
 	wantError(t, "file-create of a 300-byte name", status, body, 400, "file name too long")
 	if e := decodeError(t, body); !strings.Contains(e.Hint, "255 bytes") {
 		t.Errorf("hint %q, want one about the name's length", e.Hint)
+	}
+}
+
+// Concurrent str-replaces of one file, each of its own line, all stay:
+// each edit reads what the others wrote. Before, they read the same old
+// content and the last rename won, losing edits that had answered
+// replaced (10 at once lost 3 in a sandbox).
+func TestStrReplaceConcurrent(t *testing.T) {
+	t.Parallel()
+	fs := newFileServer(t, Options{})
+	const n = 16
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, "line %d: old\n", i)
+	}
+	writeFile(t, fs.ws+"/shared.txt", lines.String(), 0o644)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			st, b := fs.post(t, "/str-replace", api.StrReplaceRequest{
+				Path: "shared.txt", OldStr: fmt.Sprintf("line %d: old\n", i), NewStr: fmt.Sprintf("line %d: new\n", i),
+			})
+			var got api.StrReplaceResult
+			if err := json.Unmarshal(b, &got); st != http.StatusOK || err != nil || !got.Replaced {
+				t.Errorf("str-replace of line %d = %d %s", i, st, b)
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := readFile(t, fs.ws+"/shared.txt"), strings.ReplaceAll(lines.String(), ": old", ": new"); got != want {
+		t.Errorf("after %d concurrent edits the file is\n%s\nwant\n%s", n, got, want)
 	}
 }

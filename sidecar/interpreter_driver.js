@@ -70,6 +70,20 @@ function cut(text, middle) {
   return head(CAP) + '... (truncated)';
 }
 
+// userStack is e's stack without this driver's frames: the code runs as
+// input.js through vm.runInThisContext, and the frames from that call out
+// (the vm module, run, the readline loop) are the driver's, not the
+// user's. The driver's call is the outermost one, so a vm call of the
+// user's own keeps its frames.
+function userStack(e) {
+  if (!e || !e.stack) return String(e);
+  const lines = String(e.stack).split('\n');
+  let i = lines.length - 1;
+  while (i > 0 && !/^\s+at (Script|Object)\.runInThisContext \(node:vm/.test(lines[i])) i--;
+  while (i > 1 && /^\s+at .*\(node:vm:/.test(lines[i - 1])) i--; // the vm module's own frames of that call
+  return (i > 0 ? lines.slice(0, i) : lines).join('\n');
+}
+
 async function run(code) {
   captured = [];
   size = 0;
@@ -85,7 +99,7 @@ async function run(code) {
       result = cut(util.inspect(value, { depth: 4, maxArrayLength: 100, breakLength: 120 }), false);
     }
   } catch (e) {
-    error = cut(e && e.stack ? String(e.stack) : String(e), true);
+    error = cut(userStack(e), true);
   }
   // Output written by callbacks of this request that already ran.
   await new Promise((resolve) => setImmediate(resolve));

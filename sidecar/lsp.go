@@ -226,7 +226,8 @@ func (t *lspTable) get(id string) (*lspServer, error) {
 		s.touch(t.limits.LSPIdle)
 		return s, nil
 	}
-	return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "LSP server not found")
+	return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "LSP server not found").
+		WithHint("start one with lsp/start (the lsp_start tool) and pass the lsp_id it answers; an idle one is stopped after " + t.limits.LSPIdle.String())
 }
 
 func (t *lspTable) stopAll() {

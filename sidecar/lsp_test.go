@@ -114,7 +114,10 @@ func TestLSPGoCompletion(t *testing.T) {
 		t.Errorf("stop = %+v", st)
 	}
 	for _, p := range []string{"/open", "/completion", "/stop"} {
-		doJSON(t, http.MethodPost, base+p, `{"path":"main.go"}`, http.StatusNotFound, nil)
+		b := doJSON(t, http.MethodPost, base+p, `{"path":"main.go"}`, http.StatusNotFound, nil)
+		if e := decodeError(t, b); e.Hint == "" {
+			t.Errorf("POST %s of a stopped server: %+v has no hint", p, e)
+		}
 	}
 	// The stopped server freed its slot.
 	doJSON(t, http.MethodPost, url+"/lsp/start", api.LSPStartRequest{Language: api.LanguageGo}, http.StatusCreated, &started)

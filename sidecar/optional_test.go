@@ -43,6 +43,13 @@ func TestNodeInterpreter(t *testing.T) {
 	if res := run("throw new Error('boom')"); res.Error == nil || !strings.Contains(*res.Error, "Error: boom") {
 		t.Errorf("throw: %+v", res)
 	}
+	// The stack is the user's: input.js, not the driver's frames.
+	if res := run("function f() { return missing }\nf()"); res.Error == nil ||
+		!strings.HasPrefix(*res.Error, "input.js:1") || !strings.Contains(*res.Error, "ReferenceError: missing is not defined") ||
+		!strings.Contains(*res.Error, "at f (input.js:1:") || !strings.Contains(*res.Error, "at input.js:2:1") ||
+		strings.Contains(*res.Error, "runInThisContext") || strings.Contains(*res.Error, "[eval]") || strings.Contains(*res.Error, "readline") {
+		t.Errorf("stack of a ReferenceError: %q", *res.Error)
+	}
 	if res := run("require('node:path').join('a', 'b')"); res.Result == nil || *res.Result != "'a/b'" {
 		t.Errorf("require: %+v", res)
 	}

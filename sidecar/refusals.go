@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -38,6 +39,18 @@ func errIsDir(p string) *api.Error {
 // the workspace, and "Path is a directory: " would name nothing.
 func errNoPath(verb string) *api.Error {
 	return api.Invalid("path", "path must not be empty", "name the file to "+verb+", e.g. notes.txt (relative paths are in /workspace)")
+}
+
+// fileName refuses a write or an edit of a file whose path ends in a
+// slash, which names a directory: open(2) refuses "x/" too, where the
+// resolver drops the slash and would write (or edit) the file x. A
+// directory that exists is refused after, as a directory.
+func fileName(t *target, p string) error {
+	if t.isDir() || !(strings.HasSuffix(p, "/") || strings.HasSuffix(p, "\\")) {
+		return nil
+	}
+	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid path %s: a file's name cannot end in /", p).
+		WithHint("name the file without the trailing /, e.g. DIR/name.txt")
 }
 
 // errIsDirWrite refuses a directory where a file is written.

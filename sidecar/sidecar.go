@@ -17,6 +17,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/internal/keylock"
 )
 
 // defaultWorkspace is the workspace when Options.Workspace is empty.
@@ -90,6 +91,8 @@ type Handler struct {
 	sess *session // long-lived tools, budget and metrics; see process_routes.go
 	// execs are the streamed execs running, for their signals (exec_signal.go).
 	execs execTable
+	// edits serialises str-replace per file (editLock).
+	edits keylock.Locks[editKey]
 	// protocol is api.SidecarProtocol as the value of the
 	// api.HeaderSidecarProtocol every answer but a preview's carries.
 	protocol string

@@ -50,6 +50,9 @@ func (h *Handler) putRaw(w http.ResponseWriter, r *http.Request) error {
 	if err := t.writable("write to", p); err != nil {
 		return err
 	}
+	if err := fileName(t, p); err != nil {
+		return err
+	}
 	n, err := v.writeFile(t, p, r.Body, nil, durabilityOf(r))
 	if err != nil {
 		return err

@@ -254,6 +254,11 @@ func (m *Model) setNote(s string, isErr bool) { m.note, m.noteErr = s, isErr }
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
+		if msg.Width <= 0 || msg.Height <= 0 {
+			// A terminal nobody sized: keep drawing at the size we have
+			// (80×24 at first) rather than nothing.
+			return m, nil
+		}
 		m.width, m.height = msg.Width, msg.Height
 		m.help.Width = msg.Width
 		m.layout()

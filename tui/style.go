@@ -21,7 +21,12 @@ type styles struct {
 }
 
 func newStyles(out io.Writer, color bool) styles {
-	r := lipgloss.NewRenderer(out)
+	// color is the caller's decision (the CLI allows colour only on a
+	// terminal, without NO_COLOR or TERM=dumb): termenv is told the output
+	// is a terminal, so it picks the palette from TERM but does not veto
+	// colour on rules of its own (it takes any terminal for a pipe when CI
+	// is set).
+	r := lipgloss.NewRenderer(out, termenv.WithTTY(color))
 	if !color {
 		r.SetColorProfile(termenv.Ascii)
 	}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -224,5 +225,39 @@ func TestHelpTinyTerminal(t *testing.T) {
 	keys(m, "?")
 	if v := m.View(); !strings.Contains(v, "Keys") {
 		t.Errorf("80x24: the help's title is not shown:\n%s", v)
+	}
+}
+
+// TestColourAsAsked: Options.Color is the CLI's decision (a terminal,
+// no NO_COLOR, no TERM=dumb). The styles follow it, and termenv does not
+// veto it on its own rules: with CI set in the environment (as in many
+// dev containers) it took every terminal for a pipe, and the TUI lost
+// its colours while the CLI's tables kept theirs.
+func TestColourAsAsked(t *testing.T) {
+	t.Setenv("CI", "true")
+	t.Setenv("TERM", "xterm-256color")
+	for _, color := range []bool{true, false} {
+		st := newStyles(io.Discard, color)
+		got := st.err.Render("boom")
+		if has := strings.Contains(got, "\x1b["); has != color {
+			t.Errorf("Color %v: %q", color, got)
+		}
+	}
+}
+
+// TestTerminalWithoutSize: a pseudo-terminal nobody sized (0×0: some
+// programs that spawn one, or `script` run without a terminal) is drawn
+// at 80×24 instead of as nothing at all.
+func TestTerminalWithoutSize(t *testing.T) {
+	m := newTestModel(t, newFakeSource(), 0, 0)
+	load(m)
+	view := m.View()
+	for _, want := range []string{"sandboxes (3)", "7f3a9d21", "q quit"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, view)
+		}
+	}
+	if got := strings.Count(view, "\n") + 1; got != 24 {
+		t.Errorf("%d lines, want 24", got)
 	}
 }

@@ -285,11 +285,11 @@ func (b *bastion) keyboardInteractive(ctx ssh.Context, ask gossh.KeyboardInterac
 	instruction := ""
 	if ctx.Value(bannerSentKey{}) == nil {
 		ctx.SetValue(bannerSentKey{}, true)
-		instruction = fmt.Sprintf("boxkite-bastion: no SSH key registered to the account of sandbox %q was offered, or there is no such sandbox\n", sandbox) +
+		instruction = fmt.Sprintf("boxkite-bastion: no SSH key registered to the account of sandbox %s was offered, or there is no such sandbox\n", shownUser(sandbox)) +
 			"hint: register yours with `boxkite ssh-keys add ~/.ssh/id_ed25519.pub`, check the id with `boxkite session ls`, " +
 			"or run `boxkite ssh -s ID`, which needs no key; a takeover token (`boxkite ssh -s ID --print --token`) is accepted below"
 		if !sandboxIDPattern.MatchString(sandbox) {
-			instruction = fmt.Sprintf("boxkite-bastion: %q is not a sandbox id\nhint: connect as ssh -p PORT <sandbox-id>@HOST; `boxkite session ls` lists the ids", sandbox)
+			instruction = fmt.Sprintf("boxkite-bastion: %s is not a sandbox id\nhint: connect as ssh -p PORT <sandbox-id>@HOST; `boxkite session ls` lists the ids", shownUser(sandbox))
 		}
 	}
 	if !sandboxIDPattern.MatchString(sandbox) {
@@ -311,7 +311,7 @@ func (b *bastion) keyboardInteractive(ctx ssh.Context, ask gossh.KeyboardInterac
 func (b *bastion) publicKey(ctx ssh.Context, meta gossh.ConnMetadata, key ssh.PublicKey) (string, error) {
 	sandbox := sandboxOf(ctx, meta.User())
 	if !sandboxIDPattern.MatchString(sandbox) {
-		return "", refusal(ctx, "", fmt.Sprintf("%q is not a sandbox id", sandbox),
+		return "", refusal(ctx, "", shownUser(sandbox)+" is not a sandbox id",
 			"connect as ssh -p PORT <sandbox-id>@HOST; `boxkite session ls` lists the ids")
 	}
 	line := authorizedKey(key)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
@@ -32,8 +34,8 @@ func refusalText(sandbox string, key ssh.PublicKey, err error) (string, string) 
 	}
 	// ssh offers its keys one by one and the bastion cannot tell which is
 	// the last: a later one may log in, and this banner is then moot.
-	what := fmt.Sprintf("key %s is not registered to the account of sandbox %q, or there is no such sandbox "+
-		"(if ssh logs in with another key, ignore this)", gossh.FingerprintSHA256(key), sandbox)
+	what := fmt.Sprintf("key %s is not registered to the account of sandbox %s, or there is no such sandbox "+
+		"(if ssh logs in with another key, ignore this)", gossh.FingerprintSHA256(key), shownUser(sandbox))
 	if !fullIDPattern.MatchString(sandbox) {
 		// A label or an id prefix: only the proxy of ssh-config resolves those.
 		return what, "the user name must be the sandbox's full id (`boxkite session ls`); " +
@@ -78,4 +80,31 @@ func refusal(ctx ssh.Context, kind, what, hint string) error {
 	ctx.SetValue(bannerSentKey{kind}, true)
 	ctx.SetValue(bannerSentKey{}, true)
 	return &gossh.BannerError{Err: errDenied, Message: "boxkite-bastion: " + what + "\r\nhint: " + hint + "\r\n"}
+}
+
+// maxUserShown is how much of a user name (a sandbox id, or what was
+// typed in its place) a refusal echoes: a whole id (36 characters), and
+// not a probe's thousands.
+const maxUserShown = 40
+
+// shownUser is user as a refusal names it: quoted and escaped like %q,
+// its first maxUserShown characters (counted escaped) and an ellipsis
+// when there are more.
+func shownUser(user string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	n := 0
+	for i := 0; i < len(user); {
+		_, w := utf8.DecodeRuneInString(user[i:])
+		q := strconv.Quote(user[i : i+w])
+		q = q[1 : len(q)-1]
+		if n += utf8.RuneCountInString(q); n > maxUserShown {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(q)
+		i += w
+	}
+	b.WriteByte('"')
+	return b.String()
 }

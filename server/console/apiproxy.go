@@ -1,9 +1,12 @@
 package console
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
@@ -69,7 +72,9 @@ func (c *Console) proxyAPI(w http.ResponseWriter, r *http.Request) error {
 	if id := w.Header().Get("X-Request-ID"); id != "" {
 		in.Header.Set("X-Request-ID", id)
 	}
-	c.cfg.API.ServeHTTP(&dataWriter{ResponseWriter: w}, in)
+	dw := &dataWriter{ResponseWriter: w}
+	c.cfg.API.ServeHTTP(dw, in)
+	dw.finish()
 	return nil
 }
 
@@ -83,16 +88,26 @@ func isWebSocket(r *http.Request) bool {
 
 // dataWriter keeps the console's data policy on an API answer (the API
 // sets a looser one of its own): a file downloaded from a sandbox and
-// opened in a tab runs nothing, on an origin of its own.
+// opened in a tab runs nothing, on an origin of its own. It holds back a
+// 401 in JSON until the API is done (finish), to give an invalid_api_key
+// the console's hint.
 type dataWriter struct {
 	http.ResponseWriter
 	wrote bool
+	held  *bytes.Buffer // the body of a 401 being held back
 }
 
 func (d *dataWriter) WriteHeader(code int) {
-	if !d.wrote {
-		d.wrote = true
-		d.Header().Set("Content-Security-Policy", dataCSP)
+	if d.wrote {
+		d.ResponseWriter.WriteHeader(code) // net/http logs the superfluous call
+		return
+	}
+	d.wrote = true
+	h := d.Header()
+	h.Set("Content-Security-Policy", dataCSP)
+	if code == http.StatusUnauthorized && strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+		d.held = new(bytes.Buffer)
+		return
 	}
 	d.ResponseWriter.WriteHeader(code)
 }
@@ -101,11 +116,57 @@ func (d *dataWriter) Write(p []byte) (int, error) {
 	if !d.wrote {
 		d.WriteHeader(http.StatusOK)
 	}
+	if d.held != nil {
+		if d.held.Len()+len(p) <= maxHeld {
+			return d.held.Write(p)
+		}
+		// Not an error envelope: let it through as written.
+		held := d.held.Bytes()
+		d.held = nil
+		d.ResponseWriter.WriteHeader(http.StatusUnauthorized)
+		if _, err := d.ResponseWriter.Write(held); err != nil {
+			return 0, err
+		}
+	}
 	return d.ResponseWriter.Write(p)
 }
 
-// Unwrap lets http.ResponseController reach the connection (flushes of
-// event streams, the WebSocket hijack).
+// FlushError flushes, except a 401 being held back (it is sent whole by
+// finish).
+func (d *dataWriter) FlushError() error {
+	if d.held != nil {
+		return nil
+	}
+	return http.NewResponseController(d.ResponseWriter).Flush()
+}
+
+// finish sends a 401 held back: an invalid_api_key with the console's
+// hint, anything else as the API wrote it.
+func (d *dataWriter) finish() {
+	if d.held == nil {
+		return
+	}
+	body := d.held.Bytes()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // details as the API wrote them
+	var env api.ErrorEnvelope
+	if dec.Decode(&env) == nil && env.Error != nil && env.Error.Code == api.CodeInvalidAPIKey {
+		env.Error.Hint = consoleKeyHint
+		if b, err := json.Marshal(env); err == nil {
+			body = append(b, '\n')
+			d.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
+	}
+	d.ResponseWriter.WriteHeader(http.StatusUnauthorized)
+	_, _ = d.ResponseWriter.Write(body)
+}
+
+// maxHeld bounds the 401 answer dataWriter holds back (an error envelope
+// is a few hundred bytes).
+const maxHeld = 64 << 10
+
+// Unwrap lets http.ResponseController reach the connection (the
+// WebSocket hijack).
 func (d *dataWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // cleanRedirect is where a console API path that is not clean (an empty
@@ -129,3 +190,8 @@ func cleanRedirect(u *url.URL) (string, bool) {
 	}
 	return clean, true
 }
+
+// consoleKeyHint replaces the hint of the API's 401 invalid_api_key: the
+// key is the session's, which the person never saw; what they can do is
+// sign in again.
+const consoleKeyHint = "your console session has ended (signed out elsewhere, its key revoked or expired): sign in again at /ui/"

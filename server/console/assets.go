@@ -16,6 +16,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // dist is what web/ builds (web/build.mjs; committed, checked fresh in
@@ -126,7 +128,7 @@ func (c *Console) servePage(w http.ResponseWriter, r *http.Request) {
 func (c *Console) serveAsset(w http.ResponseWriter, r *http.Request) {
 	a, ok := c.assets.byName[r.PathValue("name")]
 	if !ok {
-		http.NotFound(w, r)
+		c.writeError(w, r, errNoAsset)
 		return
 	}
 	h := w.Header()
@@ -161,3 +163,6 @@ func acceptsGzip(r *http.Request) bool {
 }
 
 var zeroTime time.Time
+
+var errNoAsset = api.Errorf(http.StatusNotFound, api.CodeNotFound, "no such console asset").
+	WithHint("the console's page names its assets; reload /ui/ after an upgrade")

@@ -200,6 +200,15 @@ func TestSignInAndOut(t *testing.T) {
 			t.Errorf("GET %s with the signed-out cookie: %d %s, want 401", path, resp.StatusCode, body)
 		}
 	}
+	// Through the console the key's code stays, but the hint is the
+	// console's: sign in again, not the format of a key the person never saw.
+	b.cookie = ck // GET /ui/session cleared it
+	_, body = b.do("GET", "/ui/api/v1/sandboxes", nil)
+	var env api.ErrorEnvelope
+	mustJSON(t, body, &env)
+	if env.Error == nil || env.Error.Code != api.CodeInvalidAPIKey || !strings.Contains(env.Error.Hint, "sign in again") || strings.Contains(env.Error.Hint, "bxk_live_") {
+		t.Errorf("GET /ui/api/v1/sandboxes with the signed-out cookie: %s; want invalid_api_key with a hint to sign in again", body)
+	}
 }
 
 // TestOneTimeLink: an admin key mints a link that signs a browser in once;
@@ -357,9 +366,9 @@ func TestPage(t *testing.T) {
 	if err != nil || !bytes.Equal(plain, body) || zresp.ContentLength >= int64(len(body)) {
 		t.Errorf("gzip app.js: %d bytes for %d, decoded equal %v (%v)", zresp.ContentLength, len(body), bytes.Equal(plain, body), err)
 	}
-	resp, _ = b.do("GET", "/ui/assets/nope.js", nil)
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("GET a missing asset: %d", resp.StatusCode)
+	resp, body = b.do("GET", "/ui/assets/nope.js", nil)
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "application/json" || errCode(t, body) != api.CodeNotFound {
+		t.Errorf("GET a missing asset: %d %q %s; want 404 in the error envelope", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 	resp, body = b.do("GET", "/ui/api/v2/x", nil)
 	if resp.StatusCode != http.StatusNotFound || errCode(t, body) != api.CodeNotFound {

@@ -2,11 +2,16 @@ package console
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // TestProxyRewrites: what reaches the API from /ui/api/ is the API path
@@ -205,6 +210,61 @@ func TestSignOutFailure(t *testing.T) {
 		cleared := strings.Contains(rec.Header().Get("Set-Cookie"), CookieName+"=;")
 		if rec.Code != tc.want || cleared != tc.cleared {
 			t.Errorf("API %d: sign-out %d %s, cookie cleared %v; want %d, cleared %v", tc.api, rec.Code, rec.Body, cleared, tc.want, tc.cleared)
+		}
+	}
+}
+
+// TestDeadKeyHint: the API's 401 invalid_api_key (an unknown, revoked or
+// expired key) reaches the browser with its code, status and message, but
+// with the console's hint, since the key is the session's; every other
+// answer passes unchanged.
+func TestDeadKeyHint(t *testing.T) {
+	s := session{keyID: "k1", key: "bxk_live_secret"}
+	for _, tc := range []struct {
+		name     string
+		status   int
+		body     string
+		wantHint string // "" for the body unchanged
+	}{
+		{"revoked", http.StatusUnauthorized, `{"error":{"code":"invalid_api_key","message":"invalid API key","hint":"check the key (bxk_live_ followed by 43 characters)","request_id":"r1"}}`, consoleKeyHint},
+		{"expired", http.StatusUnauthorized, `{"error":{"code":"invalid_api_key","message":"API key expired","hint":"make a new key with ` + "`boxkite keys create`" + `"}}`, consoleKeyHint},
+		{"other 401", http.StatusUnauthorized, `{"error":{"code":"invalid_token","message":"invalid token","hint":"mint another"}}`, ""},
+		{"not json", http.StatusUnauthorized, `invalid_api_key`, ""},
+		{"ok", http.StatusOK, `{"hint":"invalid_api_key"}`, ""},
+		{"a long 401", http.StatusUnauthorized, `{"error":{"code":"invalid_api_key","message":"` + strings.Repeat("x", 70<<10) + `"}}`, ""},
+	} {
+		c, err := New(Config{API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(tc.status)
+			_, _ = w.Write([]byte(tc.body[:3]))
+			_, _ = w.Write([]byte(tc.body[3:]))
+		})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("GET", "/ui/api/v1/sandboxes", nil)
+		req.AddCookie(&http.Cookie{Name: CookieName, Value: s.cookieValue()})
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, req)
+		if rec.Code != tc.status {
+			t.Errorf("%s: status %d, want %d", tc.name, rec.Code, tc.status)
+		}
+		if tc.wantHint == "" {
+			if rec.Body.String() != tc.body {
+				t.Errorf("%s: body %s, want it unchanged: %s", tc.name, rec.Body, tc.body)
+			}
+			continue
+		}
+		var in, out api.ErrorEnvelope
+		if err := json.Unmarshal([]byte(tc.body), &in); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Error == nil {
+			t.Fatalf("%s: not an envelope: %s (%v)", tc.name, rec.Body, err)
+		}
+		in.Error.Hint = tc.wantHint
+		if diff := cmp.Diff(in, out); diff != "" {
+			t.Errorf("%s: envelope (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

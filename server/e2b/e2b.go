@@ -143,12 +143,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // handle registers an authenticated control-plane route. A path id that
 // no id can be (a NUL byte, bytes that are not UTF-8) is not found before
-// any lookup (apihttp.CheckPathValues).
+// any lookup (apihttp.CheckPathValues); a query parameter or header with
+// a NUL or bytes that are not UTF-8 is refused before it too
+// (apihttp.CheckRequestText), in E2B's shape, alike on every store.
 func (h *Handler) handle(pattern string, fn func(http.ResponseWriter, *http.Request, Caller) error) {
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		c, err := h.cp.Authenticate(r.Context(), apiKey(r))
 		if err == nil {
 			err = apihttp.CheckPathValues(r)
+		}
+		if err == nil {
+			err = apihttp.CheckRequestText(r)
 		}
 		if err == nil {
 			err = fn(w, r, c)

@@ -15,12 +15,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/boxkite/boxkite/internal/keylock"
 	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -112,7 +112,7 @@ func (d *Driver) copyFrozen(id string) (part string, cloned bool, mounts []strin
 	// One at a time per sandbox: a second FIFREEZE of a frozen
 	// filesystem fails (EBUSY), and the first one's thaw would end the
 	// second one's freeze in the middle of its copy.
-	defer d.snapLocks.lock(id)()
+	defer d.snapLocks.Lock(id)()
 	dir := d.sandboxDir(id)
 	st, err := readState(dir)
 	if err != nil {
@@ -189,39 +189,7 @@ func (d *Driver) thawInterruptedSnapshot(id string) {
 }
 
 // idLocks is a mutex per id, held while in use.
-type idLocks struct {
-	mu sync.Mutex
-	m  map[string]*idLock
-}
-
-type idLock struct {
-	sync.Mutex
-	users int
-}
-
-// lock locks id's mutex and returns its unlock.
-func (l *idLocks) lock(id string) func() {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]*idLock{}
-	}
-	k := l.m[id]
-	if k == nil {
-		k = &idLock{}
-		l.m[id] = k
-	}
-	k.users++
-	l.mu.Unlock()
-	k.Lock()
-	return func() {
-		k.Unlock()
-		l.mu.Lock()
-		if k.users--; k.users == 0 {
-			delete(l.m, id)
-		}
-		l.mu.Unlock()
-	}
-}
+type idLocks = keylock.Locks[string]
 
 // seal makes part durable and fills ref's key and size: the content
 // address of its data, or a random key when transient.

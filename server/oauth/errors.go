@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 )
 
@@ -29,6 +30,22 @@ func errInvalidGrant(desc string) *Error {
 var errInvalidClient = &Error{
 	Status: http.StatusUnauthorized, Code: "invalid_client",
 	Description: "unknown client_id; register the client again (POST /oauth/register)",
+}
+
+// checkRequestText refuses, in the protocol's shape (400 invalid_request
+// naming it), a query parameter, header or form value that holds a NUL or
+// bytes that are not UTF-8 (httpx.CheckRequestText, httpx.CheckValues):
+// the protocol's routes are OwnText, so that the guard's API-envelope
+// refusal does not answer an OAuth client, and this is their check.
+func checkRequestText(r *http.Request) *Error {
+	err := httpx.CheckRequestText(r)
+	if err == nil && r.PostForm != nil {
+		err = httpx.CheckValues("form", r.PostForm)
+	}
+	if ae, ok := errors.AsType[*api.Error](err); ok {
+		return errInvalidRequest(ae.Message)
+	}
+	return nil
 }
 
 // answer ends an OAuth endpoint: an *Error is written as the protocol's

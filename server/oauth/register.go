@@ -60,6 +60,9 @@ func (s *Service) register(w http.ResponseWriter, r *http.Request) error {
 
 // registerOAuth is register's work, its OAuth errors returned.
 func (s *Service) registerOAuth(w http.ResponseWriter, r *http.Request) error {
+	if e := checkRequestText(r); e != nil {
+		return e
+	}
 	var req RegistrationRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, httpx.MaxSmallBody)).Decode(&req); err != nil {
 		return errInvalidClientMetadata("the body is not a JSON client metadata object")
@@ -160,6 +163,9 @@ func (s *Service) deleteClient(w http.ResponseWriter, r *http.Request) error {
 
 // deleteClientOAuth is deleteClient's work.
 func (s *Service) deleteClientOAuth(w http.ResponseWriter, r *http.Request) error {
+	if e := checkRequestText(r); e != nil {
+		return e
+	}
 	ctx := r.Context()
 	tok, err := httpx.BearerToken(r)
 	if err != nil {

@@ -75,6 +75,9 @@ func (s *Service) tokenOAuth(w http.ResponseWriter, r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
 		return errInvalidRequest("send the parameters form-encoded (application/x-www-form-urlencoded)")
 	}
+	if e := checkRequestText(r); e != nil {
+		return e
+	}
 	f := r.PostForm
 	c, err := s.d.Store.OAuthClient(r.Context(), f.Get("client_id"))
 	if notFound(err) || f.Get("client_id") == "" {
@@ -264,6 +267,9 @@ func (s *Service) revokeOAuth(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, httpx.MaxSmallBody)
 	if err := r.ParseForm(); err != nil {
 		return errInvalidRequest("send the parameters form-encoded (application/x-www-form-urlencoded)")
+	}
+	if e := checkRequestText(r); e != nil {
+		return e
 	}
 	ctx := r.Context()
 	tok, clientID := r.PostForm.Get("token"), r.PostForm.Get("client_id")

@@ -29,7 +29,7 @@ func (s *Service) Routes(d RouteDeps) []httpx.Route {
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/sandboxes/{id}/preview/{port}", Summary: "A preview URL of a port inside the sandbox, with a token valid ttl_seconds (30..86400, default 3600): host-based (url) and path form (path_url)", Request: api.CreatePreviewRequest{}, Response: api.Preview{}, Status: http.StatusCreated}, Cred: httpx.CredAPIKey, Handler: h.create},
 		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/sandboxes/{id}/preview/{port}", Summary: "Revoke every live preview of the port: their URLs answer 401 at once", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: h.revoke},
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/sandboxes/{id}/previews", Summary: "The sandbox's live previews (without tokens)", Response: []api.Preview{}}, Cred: httpx.CredAPIKey, Handler: h.list},
-		{RouteDoc: httpx.RouteDoc{Pattern: PathPrefix + "{id}/{port}/{path...}", Summary: "A preview, path form (any method; WebSocket upgrades too): ?boxkite_preview_token= on the first visit is exchanged for an HttpOnly cookie; 401 preview_unauthorized without a valid one", Auth: httpx.AuthNone, Produces: "*/*"}, Cred: httpx.CredNone, Handler: s.servePathStreaming},
+		{RouteDoc: httpx.RouteDoc{Pattern: PathPrefix + "{id}/{port}/{path...}", Summary: "A preview, path form (any method; WebSocket upgrades too): ?boxkite_preview_token= on the first visit is exchanged for an HttpOnly cookie; 401 preview_unauthorized without a valid one", Auth: httpx.AuthNone, Produces: "*/*"}, Cred: httpx.CredNone, Handler: s.servePathStreaming, OwnText: true}, // the app's query and headers, as they came
 	}
 }
 

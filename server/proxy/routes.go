@@ -27,6 +27,9 @@ func (s *Service) Routes() []httpx.Route {
 			RouteDoc: d, Cred: cred, Handler: s.handler(rt),
 			// A streamed upload is never deduplicated (Idempotency-Key).
 			Streaming: rt.method == http.MethodPost && rt.body == bodyStream,
+			// The sidecar refuses a ?path= that is not UTF-8 itself, 400
+			// bad_request as the reference does, alike on every store.
+			OwnText: true,
 		})
 	}
 	return out

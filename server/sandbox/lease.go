@@ -11,7 +11,7 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// The lifecycle lease (session 23). sandboxLocks order the lifecycle
+// The lifecycle lease (session 23). lifecycleLocks order the lifecycle
 // changes of one sandbox in this process; servers sharing one Postgres
 // database (the Helm chart's replicas) order them with a lease on the
 // sandbox's row (model.SandboxStore.TakeSandboxLease), taken after the
@@ -56,7 +56,7 @@ const (
 // on without one: a removal must work there (markDestroying), and the
 // row updates after the driver work are conditional anyway.
 func (s *Service) lockLifecycle(ctx context.Context, id string) (func(), error) {
-	unlock := s.lifecycleLocks.lock(id)
+	unlock := s.lifecycleLocks.Lock(id)
 	if s.cfg.SoleServer {
 		return unlock, nil
 	}

@@ -2,10 +2,7 @@ package sandbox
 
 import (
 	"math"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
@@ -63,33 +60,5 @@ func TestCheckLimitsOrder(t *testing.T) {
 		if code != tc.code {
 			t.Errorf("%s: code %q, want %q (%v)", tc.name, code, tc.code, err)
 		}
-	}
-}
-
-// TestSandboxLocks: one holder per sandbox at a time, other sandboxes
-// not held up, and no entry left once all are released.
-func TestSandboxLocks(t *testing.T) {
-	var l sandboxLocks
-	var inside, most atomic.Int32
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			defer l.lock("a")()
-			n := inside.Add(1)
-			if n > most.Load() {
-				most.Store(n)
-			}
-			time.Sleep(time.Millisecond)
-			inside.Add(-1)
-		})
-	}
-	release := l.lock("b") // another sandbox: taken at once
-	release()
-	wg.Wait()
-	if most.Load() != 1 {
-		t.Errorf("%d holders of one sandbox's lock at once, want 1", most.Load())
-	}
-	if len(l.m) != 0 {
-		t.Errorf("%d lock entries left after every release, want 0", len(l.m))
 	}
 }

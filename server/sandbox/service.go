@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/keylock"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/sidecar"
@@ -150,9 +151,14 @@ type Service struct {
 	calls    *sidecar.Calls
 	frozen   frozenSandboxes
 	removals removals // torn down, not recorded (removals.go)
-	// lifecycleLocks serialise pause, resume and destroy of one sandbox
-	// (sandboxlock.go).
-	lifecycleLocks sandboxLocks
+	// lifecycleLocks serialise the lifecycle changes of one sandbox —
+	// pause, resume, destroy, the copy of a snapshot or a fork — in this
+	// process, so a resume racing another resume or a delete acts on the
+	// state the other left: one driver resume, never a resume of a sandbox
+	// whose teardown began, and a delete waits for a snapshot's copy under
+	// way. Each holder reloads the row after it got the lock. Waiting is
+	// Config.LockWaitForTests.
+	lifecycleLocks keylock.Locks[string]
 	// instance is this server's id, the owner of the lifecycle leases it
 	// takes (lease.go).
 	instance        string
@@ -169,7 +175,7 @@ func New(d Deps) (*Service, error) {
 	}
 	return &Service{
 		d: d, cfg: d.Config, store: d.Store, driver: d.Driver, log: d.Log, sidecars: d.Sidecars, calls: d.Calls,
-		lifecycleLocks: sandboxLocks{waiting: d.Config.LockWaitForTests}, instance: cmp.Or(d.Config.Instance, model.NewID()),
+		lifecycleLocks: keylock.Locks[string]{Waiting: d.Config.LockWaitForTests}, instance: cmp.Or(d.Config.Instance, model.NewID()),
 	}, nil
 }
 

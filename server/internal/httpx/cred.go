@@ -78,4 +78,10 @@ type Route struct {
 	// Refused, if set, is told of each request the credential check
 	// refused (the 401s that never reach Handler), with the refusal.
 	Refused func(r *http.Request, err error)
+	// OwnText: the guard does not refuse the route's query string and
+	// headers for a NUL or bytes that are not UTF-8
+	// (apihttp.CheckRequestText): a preview passes its app's on as they
+	// came, and OAuth's endpoints check them themselves, to answer in the
+	// protocol's error shape.
+	OwnText bool
 }

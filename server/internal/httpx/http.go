@@ -3,6 +3,7 @@ package httpx
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 
 	"github.com/coder/websocket"
 
@@ -76,6 +77,14 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) erro
 // CheckText refuses a NUL character in the text of a body v decoded by
 // other means than DecodeJSON (apihttp.CheckText): 422 naming the field.
 func CheckText(v any) error { return apihttp.CheckText(v) }
+
+// CheckRequestText refuses a query string or headers holding a NUL or
+// bytes that are not UTF-8 (apihttp.CheckRequestText): 422 naming the
+// parameter. The guard applies it to every route but an OwnText one.
+func CheckRequestText(r *http.Request) error { return apihttp.CheckRequestText(r) }
+
+// CheckValues is CheckRequestText for a form body's values (where: "form").
+func CheckValues(where string, vs url.Values) error { return apihttp.CheckValues(where, vs) }
 
 // FieldError is one entry of a validation error's details.
 type FieldError = api.FieldError
