@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -113,6 +114,9 @@ type Driver struct {
 
 	egress egress.Listeners // the egress proxies' listeners (egress.go)
 	kept   keptSidecars     // sandboxes' sidecars Stats reaches (kept.go)
+
+	watchedMu sync.Mutex
+	watched   map[string]bool // sandboxes with a pod at the last WatchLost's end (lost.go)
 }
 
 // New returns a driver that makes sandboxes through client.

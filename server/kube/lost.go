@@ -23,6 +23,11 @@ var _ model.LossWatcher = (*Driver)(nil)
 // records. Each event of a pod also drops the sidecar Stats kept for its
 // sandbox when the pod is no longer the one kept (keptSidecars.observe).
 // It returns when ctx is done (nil) or the watch ends (an error).
+//
+// A pod that went while no watch ran (this server cut off from the API
+// server, a watch that ended) sends no event, and the next call's list
+// no longer has it: a sandbox that had a pod when the previous call
+// ended and has none now is reported too.
 func (d *Driver) WatchLost(ctx context.Context, lost func(id string)) error {
 	sel := labels.Set{LabelManagedBy: ManagedBy, LabelState: StateBound}.String()
 	pods := d.client.CoreV1().Pods(d.cfg.Namespace)
@@ -31,17 +36,35 @@ func (d *Driver) WatchLost(ctx context.Context, lost func(id string)) error {
 		return fmt.Errorf("list sandbox pods: %w", err)
 	}
 	reported := map[string]bool{}
-	report := func(p *corev1.Pod) {
-		id := p.Labels[LabelSandbox]
+	reportID := func(id string) {
 		if id == "" || reported[id] {
 			return
 		}
 		reported[id] = true
 		lost(id)
 	}
+	report := func(p *corev1.Pod) { reportID(p.Labels[LabelSandbox]) }
+	// The sandboxes with a pod, kept for the next call when this one ends.
+	alive := map[string]bool{}
+	defer func() {
+		d.watchedMu.Lock()
+		d.watched = alive
+		d.watchedMu.Unlock()
+	}()
 	for i := range list.Items {
-		if stopped(&list.Items[i]) {
-			report(&list.Items[i])
+		p := &list.Items[i]
+		if stopped(p) {
+			report(p)
+		} else {
+			alive[p.Labels[LabelSandbox]] = true
+		}
+	}
+	d.watchedMu.Lock()
+	before := d.watched
+	d.watchedMu.Unlock()
+	for id := range before {
+		if !alive[id] {
+			reportID(id)
 		}
 	}
 	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: list.ResourceVersion})
@@ -63,13 +86,17 @@ func (d *Driver) WatchLost(ctx context.Context, lost func(id string)) error {
 			case watch.Deleted:
 				if p, ok := ev.Object.(*corev1.Pod); ok {
 					d.kept.observe(p, true, d.endpoint(p, "", nil).Address)
+					delete(alive, p.Labels[LabelSandbox])
 					report(p)
 				}
 			case watch.Added, watch.Modified:
 				if p, ok := ev.Object.(*corev1.Pod); ok {
 					d.kept.observe(p, false, d.endpoint(p, "", nil).Address)
 					if stopped(p) {
+						delete(alive, p.Labels[LabelSandbox])
 						report(p)
+					} else {
+						alive[p.Labels[LabelSandbox]] = true
 					}
 				}
 			}

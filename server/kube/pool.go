@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -218,11 +219,10 @@ func (p *pool) wake() {
 // Run keeps the warm pool at PoolSize until ctx is done: every
 // refillInterval and after each claim it retires warm pods past
 // PoolMaxAge (they have no activeDeadlineSeconds: this is what bounds
-// them) and starts new ones for the shortfall.
+// them) and those past PoolSize, and starts new ones for the shortfall.
+// With PoolSize 0 it keeps none: warm pods a server with a larger pool
+// started (before a scale-down) are retired too.
 func (d *Driver) Run(ctx context.Context) {
-	if d.cfg.PoolSize == 0 {
-		return
-	}
 	t := time.NewTicker(refillInterval)
 	defer t.Stop()
 	for {
@@ -237,7 +237,7 @@ func (d *Driver) Run(ctx context.Context) {
 }
 
 // refill starts warm pods until PoolSize are warm (ready or starting),
-// in parallel, and waits for them.
+// in parallel, and waits for them; it retires those past PoolSize.
 func (p *pool) refill(ctx context.Context) {
 	sel := labels.Set{LabelManagedBy: ManagedBy, LabelState: StateWarm}.String()
 	list, err := p.d.client.CoreV1().Pods(p.d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -247,25 +247,41 @@ func (p *pool) refill(ctx context.Context) {
 		}
 		return
 	}
-	live, ready := 0, 0
+	var live []corev1.Pod
 	now := p.d.now()
 	for _, pod := range list.Items {
 		switch {
 		case pod.DeletionTimestamp != nil:
 		case now.Sub(pod.CreationTimestamp.Time) >= p.d.cfg.PoolMaxAge,
 			pod.Status.Phase == corev1.PodFailed, pod.Status.Phase == corev1.PodSucceeded:
-			p.d.cleanup(pod.Name)
+			p.retire(pod)
 		default:
-			live++
-			if pod.Status.Phase == corev1.PodRunning {
-				ready++
-			}
+			live = append(live, pod)
+		}
+	}
+	if len(live) > p.d.cfg.PoolSize {
+		// PoolSize was lowered (a scale-down, to 0 too), or two servers
+		// sharing the pool refilled it at once. The youngest go: those
+		// kept are the likeliest to be ready. Every server orders alike,
+		// so two trimming at once retire the same pods.
+		slices.SortFunc(live, func(a, b corev1.Pod) int {
+			return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+		})
+		for _, pod := range live[p.d.cfg.PoolSize:] {
+			p.retire(pod)
+		}
+		live = live[:p.d.cfg.PoolSize]
+	}
+	ready := 0
+	for _, pod := range live {
+		if pod.Status.Phase == corev1.PodRunning {
+			ready++
 		}
 	}
 	p.ready.Store(int64(ready))
 	errs := make(chan error, p.d.cfg.PoolSize)
 	n := 0
-	for range p.d.cfg.PoolSize - live {
+	for range p.d.cfg.PoolSize - len(live) {
 		n++
 		go func() { errs <- p.startWarm(ctx) }()
 	}
@@ -275,6 +291,31 @@ func (p *pool) refill(ctx context.Context) {
 		} else if err == nil {
 			p.ready.Add(1)
 		}
+	}
+}
+
+// retire deletes warm pod pod, listed by refill, with its Secret and
+// NetworkPolicy, unless the pod changed since (a claim relabels it,
+// which changes its resourceVersion): a pod another server claimed
+// meanwhile is its sandbox's. The next refill looks at a changed one
+// again.
+func (p *pool) retire(pod corev1.Pod) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts := metav1.DeleteOptions{
+		GracePeriodSeconds: ptr(int64(0)),
+		Preconditions:      &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion},
+	}
+	err := p.d.client.CoreV1().Pods(p.d.cfg.Namespace).Delete(ctx, pod.Name, opts)
+	switch {
+	case apierrors.IsConflict(err):
+		return
+	case err != nil && !apierrors.IsNotFound(err):
+		p.d.log.Warn("warm pool: retire a warm pod", "pod", pod.Name, "err", err)
+		return
+	}
+	if err := p.d.deletePod(ctx, pod.Name); err != nil {
+		p.d.log.Warn("warm pool: retire a warm pod", "pod", pod.Name, "err", err)
 	}
 }
 
