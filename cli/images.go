@@ -79,6 +79,9 @@ func newImagesBuildCmd(app *App) *cobra.Command {
 			"  id=$(boxkite images build --label data --python-package pandas==2.2.3)",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkLabel("--label", req.Label); err != nil {
+				return err
+			}
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
@@ -113,6 +116,9 @@ func newImagesImportCmd(app *App) *cobra.Command {
 		Example: "  docker save python:3.12-slim > py.tar && boxkite images import py.tar --wait",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLabel("--label", label); err != nil {
+				return err
+			}
 			asJSON, err := out.wantJSON(cmd)
 			if err != nil {
 				return err

@@ -51,6 +51,9 @@ func newMCPCreateCmd(app *App) *cobra.Command {
 		Example: "  boxkite mcp-connections create gh github\n  boxkite session create --mcp-connection gh",
 		Args:    usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLabel("LABEL", args[0]); err != nil {
+				return err
+			}
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err

@@ -58,6 +58,9 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkLabel("--label", req.Label); err != nil {
+				return err
+			}
 			if err := completeCreateRequest(cmd, &req, lifetime, volumes); err != nil {
 				return err
 			}

@@ -89,6 +89,9 @@ takes. 'boxkite session restore SNAPSHOT' makes a new sandbox from it.`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeSandboxes(app, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLabel("--label", label); err != nil {
+				return err
+			}
 			asJSON, c, sb, err := sandboxArg(cmd, app, &out, args[0], false)
 			if err != nil {
 				return err
@@ -120,6 +123,9 @@ func newSessionRestoreCmd(app *App) *cobra.Command {
 		Example: "  boxkite session restore 7c1e --label retry",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLabel("--label", label); err != nil {
+				return err
+			}
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err

@@ -57,6 +57,9 @@ func newVolumesCreateCmd(app *App) *cobra.Command {
 				// 0 would reach the server as no size at all, and make 1 GiB.
 				return usageErrorf("give a size such as --size-gb 1, or omit it for 1 GiB", "--size-gb must be more than 0, got %g", req.SizeGB)
 			}
+			if err := checkLabel("--label", req.Label); err != nil {
+				return err
+			}
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
