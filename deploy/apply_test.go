@@ -124,8 +124,10 @@ func checkCanI(t *testing.T, c *kubetest.Cluster, account, release, sandboxes st
 		{"get", "secrets", sandboxes, true},
 		{"create", "networkpolicies.networking.k8s.io", sandboxes, true},
 		{"create", "persistentvolumeclaims", sandboxes, true},
+		{"delete", "persistentvolumeclaims", sandboxes, true},
 		// Nothing more in the sandbox namespace...
 		{"list", "secrets", sandboxes, false},
+		{"get", "persistentvolumeclaims", sandboxes, false},
 		{"create", "pods/exec", sandboxes, false},
 		{"update", "pods/ephemeralcontainers", sandboxes, false},
 		{"create", "serviceaccounts/token", sandboxes, false},

@@ -290,7 +290,7 @@ func checkRBAC(t *testing.T, objs []object, sandboxNS string) {
 	allowed := map[string][]string{
 		"/pods":                             {"get", "list", "watch", "create", "patch", "delete"},
 		"/secrets":                          {"get", "create", "patch", "delete"},
-		"/persistentvolumeclaims":           {"get", "create", "delete"},
+		"/persistentvolumeclaims":           {"create", "delete"},
 		"networking.k8s.io/networkpolicies": {"get", "create", "patch", "delete"},
 	}
 	for _, rule := range list(role["rules"]) {

@@ -21,7 +21,7 @@ import (
 // TestDriverUnderChartRole runs the kube driver with the rights the chart
 // gives the server's account, and nothing more (its requests impersonate
 // that account): create from the warm pool and cold, pause, resume, list,
-// and destroy running and paused sandboxes. checkCanI says what the Role
+// and destroy running and paused sandboxes; create and delete a volume. checkCanI says what the Role
 // allows; this says it is enough for what the driver does.
 func TestDriverUnderChartRole(t *testing.T) {
 	helmBinary(t)
@@ -87,6 +87,12 @@ func TestDriverUnderChartRole(t *testing.T) {
 		if _, err := d.Endpoint(ctx, id); err != nil {
 			t.Errorf("endpoint of resumed %s: %v", id, err)
 		}
+	}
+	if err := d.CreateVolume(ctx, "v1", 1<<30); err != nil {
+		t.Errorf("create volume: %v", err)
+	}
+	if err := d.DeleteVolume(ctx, "v1"); err != nil {
+		t.Errorf("delete volume: %v", err)
 	}
 	// The warm one is destroyed while paused, the cold one while running.
 	if err := d.Pause(ctx, warm, api.PauseFilesystem); err != nil {
