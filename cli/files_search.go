@@ -23,7 +23,8 @@ func newFilesGlobCmd(app *App) *cobra.Command {
 		Short: "Find files of the sandbox by name pattern",
 		Long: `Find files under --path (default: the workspace) whose path matches PATTERN; "**" spans directories.
 A pattern that can match no file (empty, malformed such as '[', or ending in
-"**") is a usage error. On a terminal a path's control characters are shown
+"**") is a usage error; one that matches nothing is not: a note on stderr says
+so (--json prints the empty list alone) and it exits 0. On a terminal a path's control characters are shown
 escaped (\x1b); piped, or with --json, the bytes are as they are.`,
 		Example: "  boxkite files glob '**/*.py'\n  boxkite files glob '*.log' --path /tmp",
 		Args:    usageArgs(cobra.ExactArgs(1)),
@@ -46,6 +47,10 @@ escaped (\x1b); piped, or with --json, the bytes are as they are.`,
 			}
 			if asJSON {
 				return out.write(app.IO, res)
+			}
+			if len(res.Matches) == 0 {
+				fmt.Fprintf(app.IO.ErrOut, "no files under %s match %q\n", orWorkspace(req.Path), req.Pattern)
+				return nil
 			}
 			writeGlobMatches(app.IO.Out, res.Matches, app.IO.OutTTY)
 			if res.Truncated {

@@ -298,3 +298,27 @@ func TestFilesCreateTooLargeAsJSON(t *testing.T) {
 		t.Errorf("files create of 9 MiB of newlines: exit %d, stderr %q", got.code, got.stderr)
 	}
 }
+
+// TestFilesGlobNoMatch: a glob matching nothing says so on stderr, as
+// every empty listing does, instead of printing nothing; --json prints
+// the empty result alone.
+func TestFilesGlobNoMatch(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want result
+	}{
+		{"human", []string{"files", "glob", "*.py", "--path", "/tmp"}, result{stderr: "no files under /tmp match \"*.py\"\n"}},
+		{"workspace", []string{"files", "glob", "src/**/*.go"}, result{stderr: "no files under /workspace match \"src/**/*.go\"\n"}},
+		{"json", []string{"files", "glob", "*.py", "--json"}, result{stdout: "{\n  \"matches\": []\n}\n"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeSandbox{}
+			f.serve(t, map[string]http.HandlerFunc{"POST /files/glob": replyJSON(200, api.GlobResult{Matches: []api.LsEntry{}})})
+			got := runCLI(t, "", tt.args...)
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(result{})); diff != "" {
+				t.Errorf("boxkite %s (-want +got):\n%s", strings.Join(tt.args, " "), diff)
+			}
+		})
+	}
+}

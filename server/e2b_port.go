@@ -39,7 +39,8 @@ func (s *Server) newE2BPort() (err error) {
 		TokenSecret:     s.jwtKey,
 		CredentialValid: s.credentialValid,
 		Sandboxes:       s.sandboxes, Snapshots: s.snap, Driver: s.baseDriver(), MaxLifetime: s.cfg.MaxLifetime,
-		Allowlists: s.allowlists, Sidecars: s.sidecars, Audit: s.alog, DialSidecarWS: s.dialSidecarWS,
+		KeepsImages: s.images.Served(),
+		Allowlists:  s.allowlists, Sidecars: s.sidecars, Audit: s.alog, DialSidecarWS: s.dialSidecarWS,
 		WatchRevocation: func(keyID string, expires *time.Time, demotions int64, cancel context.CancelCauseFunc) func() {
 			return s.watchCredential(keyID, expires, demotions, cancel)
 		},

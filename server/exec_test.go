@@ -84,6 +84,22 @@ func TestExecValidation(t *testing.T) {
 	}
 }
 
+// TestExecOutputCapHint: an output cap past the server's maximum is
+// refused with a hint naming the range it takes, not only the default
+// (boxkite exec --max-output 20M printed "omit it for the default").
+func TestExecOutputCapHint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "ls", MaxOutputBytes: 20 << 20})
+	ae := wantError(t, resp, body, http.StatusUnprocessableEntity, api.CodeValidation)
+	for _, want := range []string{"16 MiB", "this server's maximum", "1 MiB"} {
+		if !strings.Contains(ae.Hint, want) {
+			t.Errorf("hint %q does not name %q", ae.Hint, want)
+		}
+	}
+}
+
 func TestExecInactive(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, server.Config{})

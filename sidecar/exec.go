@@ -171,7 +171,7 @@ func outputLimit(req api.ExecRequest, spec *execSpec) error {
 	switch n := req.MaxOutputBytes; {
 	case n < 0 || n > api.MaxExecOutput:
 		return api.Invalid("max_output_bytes", fmt.Sprintf("max_output_bytes must be between 1 and %d, got %d", api.MaxExecOutput, n),
-			fmt.Sprintf("omit it for the default of %d bytes a stream", api.DefaultExecOutput))
+			fmt.Sprintf("ask for 1 byte to %d MiB a stream, or omit it for the default of %d MiB", api.MaxExecOutput>>20, api.DefaultExecOutput>>20))
 	case n > 0:
 		spec.maxOutput = n
 	}

@@ -89,7 +89,8 @@ func (h *Handler) routeTable() []route {
 		{"DELETE /templates/{id}", h.deleteTemplate},
 	}
 	for _, p := range []string{"/volumes", "/volumes/", "/volumecontent/", "/secrets", "/secrets/", "/templates", "/templates/", "/v2/templates/", "/v3/templates"} {
-		rts = append(rts, route{p, h.notSupported(strings.Trim(strings.SplitN(strings.TrimPrefix(p, "/v2"), "/", 3)[1], "/"))})
+		unversioned := strings.TrimPrefix(strings.TrimPrefix(p, "/v2"), "/v3")
+		rts = append(rts, route{p, h.notSupported(strings.Trim(strings.SplitN(unversioned, "/", 3)[1], "/"))})
 	}
 	return rts
 }
@@ -246,9 +247,18 @@ func (h *Handler) notSupported(what string) func(http.ResponseWriter, *http.Requ
 				return err
 			}
 		}
+		if strings.HasPrefix(what, "template") && !h.cp.KeepsImages() {
+			return errNotSupported(what).WithHint(noImagesTemplateHint)
+		}
 		return errNotSupported(what)
 	}
 }
+
+// noImagesTemplateHint is the way around E2B's template API on a server
+// that keeps no boxkite images (the kube driver's refuses POST
+// /v1/images): its sandboxes run the server's sandbox image.
+const noImagesTemplateHint = "this server keeps no images: build FROM the sandbox image with what sandboxes need and set it as the server's " +
+	"sandbox image (docs/kubernetes.md); templates base and code-interpreter-v1 run on it; docs/e2b.md lists what is not supported yet"
 
 // errNotSupported is E2B's error shape (the SDK raises SandboxError with
 // the message) for a feature boxkite does not map yet, with what to do

@@ -105,6 +105,9 @@ type Lifecycle interface {
 	// one's too (its CPU time 0: it uses none); ok is false when the
 	// driver does not account for it, or the sandbox holds nothing.
 	Usage(ctx context.Context, c Caller, id string) (u Usage, ok bool, err error)
+	// KeepsImages reports whether the server builds and imports boxkite
+	// images (POST /v1/images); the kube driver's keeps none.
+	KeepsImages() bool
 }
 
 // Sessions is the envd side's view of running sandboxes.

@@ -317,3 +317,7 @@ func (l *Lifecycle) Usage(ctx context.Context, c e2b.Caller, id string) (e2b.Usa
 	}
 	return u, true, nil
 }
+
+// KeepsImages reports whether the server builds and imports boxkite
+// images.
+func (l *Lifecycle) KeepsImages() bool { return l.d.KeepsImages }

@@ -70,6 +70,7 @@ type Deps struct {
 	Snapshots   Snapshots
 	Driver      model.Driver  // the base driver, asked for model.StatsDriver
 	MaxLifetime time.Duration // ceiling of a sandbox's timeout
+	KeepsImages bool          // the server builds and imports boxkite images (not the kube driver's)
 
 	// Sessions.
 	Allowlists *allowlist.Cache

@@ -461,7 +461,8 @@ func (s *Service) checkOutputLimit(req *api.ExecRequest) error {
 	if req.MaxOutputBytes < 1 || req.MaxOutputBytes > s.d.MaxOutputBytes {
 		return httpx.Invalid("max_output_bytes",
 			fmt.Sprintf("max_output_bytes must be between 1 and %d (this server's maximum), got %d", s.d.MaxOutputBytes, req.MaxOutputBytes),
-			fmt.Sprintf("omit it for the default of %d bytes a stream", api.DefaultExecOutput))
+			fmt.Sprintf("ask for 1 byte to %g MiB a stream, this server's maximum (boxkite exec --max-output takes sizes like 512K or 8M), "+
+				"or omit it for the default of %g MiB", float64(s.d.MaxOutputBytes)/(1<<20), float64(api.DefaultExecOutput)/(1<<20)))
 	}
 	switch req.OnOutputLimit {
 	case "", api.OutputLimitTruncate, api.OutputLimitStop:

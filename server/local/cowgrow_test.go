@@ -213,7 +213,7 @@ func TestClonePoolGrowsInBackground(t *testing.T) {
 	before := poolSize(t, d, h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- d.WatchStorage(ctx, func(string, bool) {}) }()
+	go func() { done <- d.WatchStorage(ctx, func(string, bool, bool) {}) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -254,9 +254,12 @@ func TestClonePoolFullFreezes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- d.WatchStorage(ctx, func(id string, frozen bool) {
+		done <- d.WatchStorage(ctx, func(id string, frozen, pool bool) {
 			if id == "writer" {
 				events <- frozen
+				if frozen && !pool {
+					t.Error("frozen for the host's filesystem, want for the clone pool (the 507 names it)")
+				}
 			}
 		})
 	}()

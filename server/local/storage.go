@@ -285,9 +285,9 @@ func (f *frozenSet) list() []string {
 // changed for each change until ctx is done. Its reading also grows the
 // pool when the host has grown (cow.go).
 // Sandboxes a previous driver left frozen are reported first.
-func (d *Driver) WatchStorage(ctx context.Context, changed func(id string, frozen bool)) error {
+func (d *Driver) WatchStorage(ctx context.Context, changed func(id string, frozen, pool bool)) error {
 	for _, id := range d.frozen.list() {
-		changed(id, true)
+		changed(id, true, false) // left by a previous driver: its cause is not known
 	}
 	tick := time.NewTicker(storageInterval)
 	defer tick.Stop()
@@ -297,21 +297,22 @@ func (d *Driver) WatchStorage(ctx context.Context, changed func(id string, froze
 			return nil
 		case <-tick.C:
 		}
-		low, room, err := d.diskRoom()
+		low, pool, room, err := d.diskRoom()
 		if err != nil {
 			return err
 		}
 		switch {
 		case low:
-			d.freezeAll(changed)
+			d.freezeAll(pool, changed)
 		case room:
 			d.thawAll(changed)
 		}
 	}
 }
 
-// freezeAll freezes the running sandboxes not frozen yet.
-func (d *Driver) freezeAll(changed func(id string, frozen bool)) {
+// freezeAll freezes the running sandboxes not frozen yet; pool says the
+// clone pool, not the host's filesystem, ran low.
+func (d *Driver) freezeAll(pool bool, changed func(id string, frozen, pool bool)) {
 	obs, err := d.List(context.Background())
 	if err != nil {
 		d.log.Warn("freeze sandboxes: list", "err", err)
@@ -332,20 +333,24 @@ func (d *Driver) freezeAll(changed func(id string, frozen bool)) {
 			}
 			continue
 		}
-		d.log.Warn("sandbox frozen: the host's disk is nearly full", "id", o.ID)
-		changed(o.ID, true)
+		if pool {
+			d.log.Warn("sandbox frozen: the clone pool is nearly full", "id", o.ID)
+		} else {
+			d.log.Warn("sandbox frozen: the host's disk is nearly full", "id", o.ID)
+		}
+		changed(o.ID, true, pool)
 	}
 }
 
 // thawAll thaws the sandboxes the watch froze.
-func (d *Driver) thawAll(changed func(id string, frozen bool)) {
+func (d *Driver) thawAll(changed func(id string, frozen, pool bool)) {
 	for _, id := range d.frozen.list() {
 		if err := d.freeze(id, false); err != nil {
 			d.log.Warn("thaw sandbox", "id", id, "err", err)
 			continue
 		}
 		d.log.Info("sandbox thawed: the host has space again", "id", id)
-		changed(id, false)
+		changed(id, false, false)
 	}
 }
 
@@ -394,7 +399,7 @@ func (d *Driver) adoptFrozen(id string) {
 // and the clone pool have at least their watermarks free, where the
 // storage watch thaws.
 func (d *Driver) diskAboveWatermark() bool {
-	_, room, err := d.diskRoom()
+	_, _, room, err := d.diskRoom()
 	return err == nil && room
 }
 
@@ -403,21 +408,22 @@ func (d *Driver) diskAboveWatermark() bool {
 // room when both are at or above it, where it thaws. A pool short of
 // space while the host has grown past it is grown first (the pool cannot
 // be grown by freeing, so a frozen sandbox would wait for nothing).
-func (d *Driver) diskRoom() (low, room bool, err error) {
+func (d *Driver) diskRoom() (low, pool, room bool, err error) {
 	r := &hostReading{}
 	if err := d.statDisk(r); err != nil {
-		return false, false, err
+		return false, false, false, err
 	}
 	if pw := d.watermark(r.poolTotal); r.poolTotal > 0 && r.poolFree < pw && d.cow.growable(r.diskTotal) {
 		d.growClonePool()
 		if err := d.statPool(r); err != nil {
-			return false, false, err
+			return false, false, false, err
 		}
 	}
 	w, pw := d.watermark(r.diskTotal), d.watermark(r.poolTotal)
-	low = w > 0 && r.diskFree < w/2 || r.poolTotal > 0 && pw > 0 && r.poolFree < pw/2
+	hostLow := w > 0 && r.diskFree < w/2
+	pool = !hostLow && r.poolTotal > 0 && pw > 0 && r.poolFree < pw/2
 	room = r.diskFree >= w && (r.poolTotal == 0 || r.poolFree >= pw)
-	return low, room, nil
+	return hostLow || pool, pool, room, nil
 }
 
 // releaseHandles closes what the driver holds open on its sandboxes'

@@ -276,11 +276,12 @@ type Prober interface {
 }
 
 // A StorageWatcher freezes sandboxes while the host's storage is nearly
-// full and thaws them once it is not, calling changed for each change,
-// until ctx is done (nil) or the watch breaks (an error; the server
-// watches again).
+// full and thaws them once it is not, calling changed for each change
+// (pool: a freeze's cause is the local driver's clone pool, which holds the
+// sandboxes' disks, rather than the host's filesystem), until ctx is done
+// (nil) or the watch breaks (an error; the server watches again).
 type StorageWatcher interface {
-	WatchStorage(ctx context.Context, changed func(id string, frozen bool)) error
+	WatchStorage(ctx context.Context, changed func(id string, frozen, pool bool)) error
 }
 
 // A PauseDriver pauses and resumes sandboxes (issue 22). Both are

@@ -139,7 +139,7 @@ func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) 
 	}
 	// Nothing is left to thaw: calls are answered from the row (and the
 	// removals torn down but not recorded), no longer "frozen".
-	s.frozen.set(id, false, time.Time{})
+	s.frozen.set(id, false, false, time.Time{})
 	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
 		if !sb.Live() {
 			return ErrNotActive

@@ -24,40 +24,53 @@ import (
 // frozenSandboxes is what the driver reported frozen.
 type frozenSandboxes struct {
 	mu  sync.Mutex
-	ids map[string]time.Time // since when
+	ids map[string]frozenAt
 }
 
-func (f *frozenSandboxes) since(id string) (time.Time, bool) {
+// frozenAt is since when a sandbox is frozen, and whether the clone pool
+// (rather than the host's filesystem) ran low.
+type frozenAt struct {
+	since time.Time
+	pool  bool
+}
+
+func (f *frozenSandboxes) get(id string) (frozenAt, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.ids[id]
 	return t, ok
 }
 
-func (f *frozenSandboxes) set(id string, frozen bool, now time.Time) {
+func (f *frozenSandboxes) set(id string, frozen, pool bool, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ids == nil {
-		f.ids = map[string]time.Time{}
+		f.ids = map[string]frozenAt{}
 	}
 	if frozen {
-		f.ids[id] = now
+		f.ids[id] = frozenAt{since: now, pool: pool}
 	} else {
 		delete(f.ids, id)
 	}
 }
 
 // FrozenAnswer is the 507 for a call to a frozen sandbox, or nil.
+// It names the clone pool when the pool, not the host's filesystem, ran
+// low.
 func (s *Service) FrozenAnswer(id string) error {
-	since, ok := s.frozen.since(id)
+	f, ok := s.frozen.get(id)
 	if !ok {
 		return nil
 	}
+	msg := fmt.Sprintf("sandbox %s is frozen: the host ran out of disk space, so it was stopped before it could lose what it wrote", id)
+	hint := "free space on the host (remove sandboxes and volumes you no longer need); the sandbox resumes by itself once there is room"
+	if f.pool {
+		msg = fmt.Sprintf("sandbox %s is frozen: the clone pool that holds the sandboxes' disks ran out of space, so it was stopped before it could lose what it wrote", id)
+		hint = "free space in the clone pool (remove sandboxes and snapshots you no longer need), or grow the host's filesystem: the pool grows with it; the sandbox resumes by itself once there is room"
+	}
 	return &api.Error{
-		Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage,
-		Message: fmt.Sprintf("sandbox %s is frozen: the host ran out of disk space, so it was stopped before it could lose what it wrote", id),
-		Hint:    "free space on the host (remove sandboxes and volumes you no longer need); the sandbox resumes by itself once there is room",
-		Details: map[string]any{"resource": api.HostDiskResource, "frozen": true, "since": since.UTC()},
+		Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage, Message: msg, Hint: hint,
+		Details: map[string]any{"resource": api.HostDiskResource, "frozen": true, "clone_pool": f.pool, "since": f.since.UTC()},
 	}
 }
 
@@ -89,7 +102,7 @@ func (s *Service) WatchStorage(ctx context.Context) {
 		return
 	}
 	for ctx.Err() == nil {
-		err := sw.WatchStorage(ctx, func(id string, frozen bool) { s.storageChanged(ctx, id, frozen) })
+		err := sw.WatchStorage(ctx, func(id string, frozen, pool bool) { s.storageChanged(ctx, id, frozen, pool) })
 		if err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "watch host storage", "err", err)
 			select {
@@ -101,12 +114,15 @@ func (s *Service) WatchStorage(ctx context.Context) {
 }
 
 // storageChanged records a freeze or thaw of sandbox id.
-func (s *Service) storageChanged(ctx context.Context, id string, frozen bool) {
-	s.frozen.set(id, frozen, s.now())
+func (s *Service) storageChanged(ctx context.Context, id string, frozen, pool bool) {
+	s.frozen.set(id, frozen, pool, s.now())
 	op := "sandbox_thawed"
 	reason := "the host has disk space again"
 	if frozen {
 		op, reason = "sandbox_frozen", "the host's disk is nearly full"
+		if pool {
+			reason = "the clone pool is nearly full"
+		}
 		// Calls in flight would wait on a frozen sidecar: end them.
 		s.calls.Cancel(id, s.FrozenAnswer(id))
 	}

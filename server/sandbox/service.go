@@ -133,7 +133,7 @@ func (s *Service) destroying(ctx context.Context, id, status string) {
 	if err != nil || !sb.Live() {
 		return
 	}
-	_, frozen := s.frozen.since(id)
+	_, frozen := s.frozen.get(id)
 	// A removal begun before (a retry, or one a start finishes) may have
 	// torn the sandbox down already.
 	begun := s.removing(sb) != ""
