@@ -40,7 +40,9 @@ func newExecCmd(app *App) *cobra.Command {
 		Long: `Run a command in a sandbox with /bin/sh -c and stream its output live:
 its stdout to stdout, its stderr to stderr. Stdin that is not a terminal is read
 to the end and forwarded (redirect it from /dev/null to send none). boxkite
-exits with the command's exit code, or 124 when it ran out of time.
+exits with the command's exit code, or 124 when it ran out of time. A command
+killed at the sandbox's memory limit exits 137, and boxkite says so and how to
+get a sandbox with more memory (--size of 'boxkite session create').
 
 Ctrl-C is sent to the command as SIGINT (SIGTERM and SIGHUP to boxkite go
 as themselves): it ends its own way, and boxkite exits with its code (130
@@ -269,7 +271,7 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 	defer kill()
 	interrupts := forwardInterrupts(c, sb.ID, kill)
 	if asJSON {
-		return runExecJSON(streamCtx, app, opts, c, sb.ID, req, interrupts)
+		return runExecJSON(streamCtx, app, opts, c, sb, req, interrupts)
 	}
 	stderr := &lineEnd{w: app.IO.ErrOut, atStart: true}
 	errOut := &noteHold{w: stderr, note: timeoutNote(req.Timeout)}
@@ -309,7 +311,7 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		stderr.finishLine()
 		binaryNote(app.IO.ErrOut)
 	}
-	err = exitFor(res.ExitCode, res.StopReason, opts.timeout)
+	err = exitFor(res.ExitCode, res.StopReason, opts.timeout, sb.Size)
 	if es, ok := errors.AsType[*exitStatus](err); ok && es.msg != "" {
 		stderr.finishLine()
 	}
@@ -319,9 +321,9 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 // runExecJSON is exec --json: it streams as exec does, so that the
 // interrupts have the exec's id to go to the command by, and gathers the
 // output into the one result it prints, shaped as the plain exec's.
-func runExecJSON(ctx context.Context, app *App, opts execOptions, c *client.Client, sandbox string, req api.ExecRequest, interrupts *execInterrupts) error {
+func runExecJSON(ctx context.Context, app *App, opts execOptions, c *client.Client, sb api.Sandbox, req api.ExecRequest, interrupts *execInterrupts) error {
 	var stdout, stderr strings.Builder
-	res, err := c.ExecStreamStarted(ctx, sandbox, req, interrupts.started, func(ev api.ExecEvent) error {
+	res, err := c.ExecStreamStarted(ctx, sb.ID, req, interrupts.started, func(ev api.ExecEvent) error {
 		if ev.Type == api.EventStderr {
 			stderr.WriteString(ev.Data)
 		} else {
@@ -333,7 +335,7 @@ func runExecJSON(ctx context.Context, app *App, opts execOptions, c *client.Clie
 		return context.Canceled // killed by a second interrupt: exit 130 at once, quietly
 	}
 	if err != nil {
-		return fmt.Errorf("exec in sandbox %s: %w", sandbox, err)
+		return fmt.Errorf("exec in sandbox %s: %w", sb.ID, err)
 	}
 	res.Stdout, res.Stderr = stdout.String(), stderr.String()
 	if err := opts.out.write(app.IO, res); err != nil {
@@ -343,7 +345,7 @@ func runExecJSON(ctx context.Context, app *App, opts execOptions, c *client.Clie
 	if binaryAltered(int64(len(res.Stdout)), strings.Contains(res.Stdout, "\uFFFD"), res.ExecOutputInfo) {
 		binaryNote(app.IO.ErrOut)
 	}
-	return exitFor(res.ExitCode, res.StopReason, opts.timeout)
+	return exitFor(res.ExitCode, res.StopReason, opts.timeout, sb.Size)
 }
 
 // truncationNote tells, on stderr, which streams were cut at the output
@@ -391,16 +393,42 @@ func (l *lineEnd) finishLine() {
 }
 
 // exitFor turns the remote exit code into this process's exit status,
-// saying the command timed out only when the sandbox says it killed it
-// then: a command's own exit 124 is just an exit code.
-func exitFor(code int, stopReason string, timeout time.Duration) error {
+// saying the command timed out, or ran out of memory, only when the
+// sandbox says it killed it so: a command's own exit 124, or a kill -9's
+// 137, is just an exit code. size is the sandbox's.
+func exitFor(code int, stopReason string, timeout time.Duration, size string) error {
 	switch {
 	case code == 0:
 		return nil
 	case stopReason == api.StopReasonTimeout:
 		return &exitStatus{code: code, msg: fmt.Sprintf("the command timed out after %s (exit code %d)", compactDuration(timeout), code), hint: timeoutHint(timeout)}
+	case stopReason == api.StopReasonMemoryLimit:
+		return &exitStatus{code: code, msg: fmt.Sprintf("the command was killed at the sandbox's memory limit (%sexit code %d)", sizeNote(size), code), hint: memoryHint(size)}
 	}
 	return &exitStatus{code: code}
+}
+
+// sizeNote names the size whose memory limit applied, when known.
+func sizeNote(size string) string {
+	if size == "" {
+		return ""
+	}
+	return "size " + size + ", "
+}
+
+// memoryHint says how to give a command the memory limit killed more: a
+// sandbox of a larger size (its memory is the size preset's), or, at the
+// largest, less use.
+func memoryHint(size string) string {
+	switch size {
+	case api.SizeSmall:
+		return "create a sandbox with more memory: 'boxkite session create --size medium' (or large), or make the command use less"
+	case api.SizeMedium:
+		return "create a sandbox with more memory: 'boxkite session create --size large', or make the command use less"
+	case api.SizeLarge:
+		return "large is the largest --size: make the command use less memory (work in parts, stream instead of loading whole)"
+	}
+	return "a larger --size of 'boxkite session create' (small, medium, large) gives a sandbox more memory"
 }
 
 // timeoutHint says how to give a command that ran out of time more: a

@@ -64,7 +64,16 @@ func TestExecuteExitCodes(t *testing.T) {
 		},
 		{"remote exit code", &exitStatus{code: 7}, 7, ""},
 		{"remote timeout", &exitStatus{code: 124, msg: "the command timed out after 1s (exit code 124)"}, 124, "error: the command timed out after 1s (exit code 124)\n"},
-		{"remote timeout with its hint", exitFor(124, api.StopReasonTimeout, time.Second), 124, "error: the command timed out after 1s (exit code 124)\nhint: " + timeoutHint(time.Second) + "\n"},
+		{"remote timeout with its hint", exitFor(124, api.StopReasonTimeout, time.Second, api.SizeSmall), 124, "error: the command timed out after 1s (exit code 124)\nhint: " + timeoutHint(time.Second) + "\n"},
+		{
+			"memory limit with its hint", exitFor(137, api.StopReasonMemoryLimit, time.Second, api.SizeSmall),
+			137, "error: the command was killed at the sandbox's memory limit (size small, exit code 137)\nhint: create a sandbox with more memory: 'boxkite session create --size medium' (or large), or make the command use less\n",
+		},
+		{
+			"memory limit of the largest size", exitFor(137, api.StopReasonMemoryLimit, time.Second, api.SizeLarge),
+			137, "error: the command was killed at the sandbox's memory limit (size large, exit code 137)\nhint: large is the largest --size: make the command use less memory (work in parts, stream instead of loading whole)\n",
+		},
+		{"a kill -9 is just an exit code", exitFor(137, "", time.Second, api.SizeSmall), 137, ""},
 		{"a hint without a message is not printed", &exitStatus{code: 7, hint: "h"}, 7, ""},
 		{
 			"connection refused", fmt.Errorf("list sandboxes: %w", refused),

@@ -157,8 +157,25 @@ func (s *Server) newExec() (err error) {
 		SecretEnv:      s.cfg.Secrets.ExecEnv(s.cfg.SecretEnv),
 		MaxOutputBytes: s.cfg.MaxExecOutputBytes,
 		HeldOutput:     s.held,
+		MemoryKilled:   s.memoryKilled,
 	})
 	return err
+}
+
+// memoryKilled asks the driver whether sb's memory limit killed one of its
+// processes since it last asked (model.MemoryKillDriver); a driver that
+// cannot tell, or fails to, says no.
+func (s *Server) memoryKilled(ctx context.Context, sb *model.Sandbox) bool {
+	md, ok := s.baseDriver().(model.MemoryKillDriver)
+	if !ok {
+		return false
+	}
+	killed, err := md.MemoryKilled(ctx, sb.ID)
+	if err != nil {
+		s.log.WarnContext(ctx, "read a sandbox's memory kills", "sandbox", sb.ID, "err", err)
+		return false
+	}
+	return killed
 }
 
 func (s *Server) newStatus() (err error) {

@@ -124,11 +124,22 @@ func execText(res *api.ExecResult, timeout int, background string) string {
 		out = "(no output)"
 	}
 	text := fmt.Sprintf("Error (exit code %d):\n%s", res.ExitCode, out) + truncatedNote(res.ExecOutputInfo)
-	for _, h := range execHints(res.ExitCode, out, timeout, background) {
+	hints := execHints(res.ExitCode, out, timeout, background)
+	if res.StopReason == api.StopReasonMemoryLimit {
+		hints = append(hints, memoryHint)
+	}
+	for _, h := range hints {
 		text += "\n\nHint: " + h
 	}
 	return text
 }
+
+// memoryHint is the hint of a command the sandbox's memory limit killed
+// (stop_reason memory_limit): the agent can use less; only whoever creates
+// the sandbox can give it more.
+const memoryHint = "the command was killed at the sandbox's memory limit (the kernel's OOM killer, exit code 137); " +
+	"use less memory (process the data in parts, stream it instead of loading it whole, fewer parallel workers), " +
+	"or ask for a sandbox of a larger size (more memory)."
 
 // truncatedNote tells the agent that the output above is not all of it:
 // without it, a cut at the server's cap reads like the command's end.

@@ -85,6 +85,24 @@ func TestBashTool(t *testing.T) {
 			calls: execCall("sleep 100", 5),
 		},
 		{
+			name: "killed at the memory limit",
+			args: `{"command":"python3 big.py"}`,
+			fake: fake{exec: func(api.ExecRequest) (*api.ExecResult, error) {
+				return &api.ExecResult{Stderr: "Killed\n", ExitCode: api.ExitCodeKilled, ExecOutputInfo: api.ExecOutputInfo{StopReason: api.StopReasonMemoryLimit}}, nil
+			}},
+			want: "Error (exit code 137):\nKilled\n\n" +
+				"Hint: the command was killed at the sandbox's memory limit (the kernel's OOM killer, exit code 137); " +
+				"use less memory (process the data in parts, stream it instead of loading it whole, fewer parallel workers), or ask for a sandbox of a larger size (more memory).",
+			calls: execCall("python3 big.py", 120),
+		},
+		{
+			name:  "a kill -9 is just an exit code",
+			args:  `{"command":"kill -9 $$"}`,
+			fake:  fake{exec: execReturns("", "", api.ExitCodeKilled)},
+			want:  "Error (exit code 137):\n(no output)",
+			calls: execCall("kill -9 $$", 120),
+		},
+		{
 			name: "output truncated by the server",
 			args: `{"command":"seq 1 9999999"}`,
 			fake: fake{exec: func(api.ExecRequest) (*api.ExecResult, error) {

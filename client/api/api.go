@@ -187,7 +187,15 @@ const (
 	OutputLimitStop       = "stop"         // kill the command when a stream passes the cap
 	StopReasonOutputLimit = "output_limit" // the command was killed because OnOutputLimit was "stop"
 	StopReasonTimeout     = "timeout"      // the command was killed at its timeout (exit code ExitCodeTimeout)
+	// StopReasonMemoryLimit: the command ended killed (exit code
+	// ExitCodeKilled) while the kernel killed a process of the sandbox at
+	// its memory limit (the local driver tells; a larger size raises it).
+	StopReasonMemoryLimit = "memory_limit"
 )
+
+// ExitCodeKilled is the exit code of a command killed by SIGKILL (128+9),
+// the OOM killer's signal.
+const ExitCodeKilled = 137
 
 // ExitCodeTimeout is the exit code reported when a command exceeds its timeout.
 const ExitCodeTimeout = 124
@@ -262,8 +270,10 @@ type ExecOutputInfo struct {
 	OutputLimitBytes int64 `json:"output_limit_bytes"`
 	// StopReason says why the sandbox killed the command: StopReasonTimeout
 	// at its timeout, StopReasonOutputLimit at the cap because the request
-	// asked for that; "" when it ended by itself (a command may exit 124
-	// on its own: only StopReasonTimeout says it timed out).
+	// asked for that, StopReasonMemoryLimit at the sandbox's memory limit;
+	// "" when it ended by itself (a command may exit 124 on its own: only
+	// StopReasonTimeout says it timed out; a kill -9 exits 137 without
+	// StopReasonMemoryLimit).
 	StopReason string `json:"stop_reason,omitempty"`
 }
 

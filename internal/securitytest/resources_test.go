@@ -83,6 +83,9 @@ func TestMemoryHog(t *testing.T) {
 	if res.ExitCode != 128+int(syscall.SIGKILL) || strings.Contains(res.Stdout, "survived") {
 		t.Errorf("the memory hog = %+v, want killed (exit 137)", res)
 	}
+	if res.StopReason != api.StopReasonMemoryLimit {
+		t.Errorf("the memory hog's stop_reason = %q, want %q", res.StopReason, api.StopReasonMemoryLimit)
+	}
 	oom, err := h.cgroupStat("memory.events", "oom_kill") // cgroup v2
 	if err != nil {
 		oom, err = h.cgroupStat("memory.oom_control", "oom_kill") // v1
@@ -92,6 +95,25 @@ func TestMemoryHog(t *testing.T) {
 	}
 	if res := x.run(a, "echo alive"); res.Stdout != "alive\n" {
 		t.Errorf("the sandbox after the OOM kill: %+v", res)
+	}
+	// A SIGKILL that is not the OOM killer's (the count did not grow
+	// since) exits 137 without the reason, JSON or streamed.
+	if res := x.run(a, "kill -9 $$"); res.ExitCode != 137 || res.StopReason != "" {
+		t.Errorf("kill -9 after the OOM kill = exit %d, stop_reason %q; want 137 and none", res.ExitCode, res.StopReason)
+	}
+	stream := func(command string) *api.ExecResult {
+		t.Helper()
+		res, err := x.c.ExecStreamResult(context.Background(), a, api.ExecRequest{Command: command, Timeout: 30}, func(api.ExecEvent) error { return nil })
+		if err != nil {
+			t.Fatalf("stream %q: %v", command, err)
+		}
+		return res
+	}
+	if res := stream("kill -9 $$"); res.ExitCode != 137 || res.StopReason != "" {
+		t.Errorf("streamed kill -9 = exit %d, stop_reason %q; want 137 and none", res.ExitCode, res.StopReason)
+	}
+	if res := stream(cmd); res.ExitCode != 137 || res.StopReason != api.StopReasonMemoryLimit {
+		t.Errorf("streamed memory hog = exit %d, stop_reason %q; want 137 and %q", res.ExitCode, res.StopReason, api.StopReasonMemoryLimit)
 	}
 	watch.check(t)
 }

@@ -146,7 +146,27 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 		captured = hr.Body()
 	}
 	out.result(captured)
+	s.memoryStop(r.Context(), hw, sb, &out)
 	return s.acknowledge(r, hw, sc, c, sb, req, &out, started)
+}
+
+// memoryStop marks an exec the sandbox's memory limit killed: one that
+// ended with the exit code of a SIGKILL, no other reason given, while the
+// kernel's OOM killer killed a process of the sandbox (Deps.MemoryKilled,
+// which a kill -9 leaves alone). The held answer (the JSON result, or the
+// stream's exit event) gets stop_reason memory_limit. Off the hot path:
+// only such an exit is checked.
+func (s *Service) memoryStop(ctx context.Context, hw hold.Writer, sb *model.Sandbox, out *execOutcome) {
+	if out.exitCode == nil || *out.exitCode != api.ExitCodeKilled || out.output.StopReason != "" {
+		return
+	}
+	if !s.d.MemoryKilled(ctx, sb) {
+		return
+	}
+	out.output.StopReason = api.StopReasonMemoryLimit
+	if sr, ok := hw.(interface{ SetStopReason(string) }); ok {
+		sr.SetStopReason(api.StopReasonMemoryLimit)
+	}
 }
 
 // decodeExec reads and checks an exec request, its timeout defaulted.
@@ -268,6 +288,9 @@ func (s *Service) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequ
 		if o.StopReason != "" {
 			detail["stop_reason"] = o.StopReason
 		}
+	}
+	if out.output.StopReason == api.StopReasonMemoryLimit {
+		detail["stop_reason"] = api.StopReasonMemoryLimit
 	}
 	if cut != nil {
 		detail["error"] = cut.Code

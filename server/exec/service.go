@@ -61,6 +61,11 @@ type Deps struct {
 	MaxOutputBytes int64
 	// HeldOutput bounds the memory JSON exec answers hold until audited.
 	HeldOutput *HeldBudget
+	// MemoryKilled reports whether the sandbox's memory limit killed one
+	// of its processes since it was last asked (model.MemoryKillDriver;
+	// false for a driver that cannot tell): asked only when a command
+	// ended with the exit code of a SIGKILL.
+	MemoryKilled func(ctx context.Context, sb *model.Sandbox) bool
 }
 
 // Service runs commands in sandboxes.
@@ -71,7 +76,7 @@ func New(d Deps) (*Service, error) {
 	if d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadActive == nil ||
 		d.Forward == nil || d.DialSidecarWS == nil || d.AbortResponse == nil || d.SyncDisk == nil ||
 		d.Healthy == nil || d.FrozenAnswer == nil || d.EndedAnswer == nil || d.Calls == nil || d.CheckCommand == nil ||
-		d.NewScrub == nil || d.ObserveExec == nil || d.SecretEnv == nil || d.MaxOutputBytes <= 0 || d.HeldOutput == nil {
+		d.NewScrub == nil || d.ObserveExec == nil || d.SecretEnv == nil || d.MaxOutputBytes <= 0 || d.HeldOutput == nil || d.MemoryKilled == nil {
 		return nil, errors.New("exec: a dependency is missing")
 	}
 	return &Service{d: d}, nil

@@ -130,6 +130,17 @@ type StatsDriver interface {
 	Stats(ctx context.Context, id string) (Stats, error)
 }
 
+// MemoryKillDriver is a Driver that can tell an exec killed at its
+// sandbox's memory limit from one killed otherwise (kill -9): MemoryKilled
+// reports whether the kernel's OOM killer killed a process of the sandbox
+// since the last call for it, or since the sandbox started for the first.
+// It is asked only when a command ended with the exit code of a SIGKILL;
+// the driver keeps the count it last saw. Optional: without it such an
+// exec has no stop_reason.
+type MemoryKillDriver interface {
+	MemoryKilled(ctx context.Context, id string) (bool, error)
+}
+
 // ErrNoStats is returned by a StatsDriver that has no accounting for its
 // sandboxes (the local driver without cgroups).
 var ErrNoStats = errors.New("no resource accounting")

@@ -280,3 +280,23 @@ func readStatFile(dir, name, key string) (int64, error) {
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// OOMKills reads how many processes the kernel's OOM killer killed in the
+// cgroup at its memory limit since it was made: oom_kill of
+// memory.events on cgroup v2, of memory.oom_control on v1 (a hybrid
+// host's memory hierarchy). ok is false when no hierarchy has either.
+func (cg Cgroup) OOMKills() (n int64, ok bool, err error) {
+	for _, dir := range cg.Dirs {
+		for _, name := range []string{"memory.events", "memory.oom_control"} {
+			if !exists(filepath.Join(dir, name)) {
+				continue
+			}
+			n, err := readStatFile(dir, name, "oom_kill")
+			if err != nil {
+				return 0, false, fmt.Errorf("read cgroup %s: %w", name, err)
+			}
+			return n, true, nil
+		}
+	}
+	return 0, false, nil
+}

@@ -2193,7 +2193,11 @@ export interface components {
             output_limit_bytes?: number;
             stderr_bytes?: number;
             stdout_bytes?: number;
-            stop_reason?: string;
+            /**
+             * @description why the sandbox killed the command: at its timeout (exit code 124), at the output cap on_output_limit stop asked for, or at the sandbox's memory limit (exit code 137, the OOM killer; a larger size raises it); absent when the command ended by itself (exit events only)
+             * @enum {string}
+             */
+            stop_reason?: "timeout" | "output_limit" | "memory_limit";
             truncated?: boolean;
             type?: string;
         };
@@ -2220,7 +2224,11 @@ export interface components {
             stderr_bytes: number;
             stdout: string;
             stdout_bytes: number;
-            stop_reason?: string;
+            /**
+             * @description why the sandbox killed the command: at its timeout (exit code 124), at the output cap on_output_limit stop asked for, or at the sandbox's memory limit (exit code 137, the OOM killer; a larger size raises it); absent when the command ended by itself
+             * @enum {string}
+             */
+            stop_reason?: "timeout" | "output_limit" | "memory_limit";
             truncated: boolean;
         };
         ExecSignalRequest: {

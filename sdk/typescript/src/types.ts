@@ -92,7 +92,7 @@ export type ExecEvent =
       stdout_bytes?: number;
       stderr_bytes?: number;
       output_limit_bytes?: number;
-      stop_reason?: string;
+      stop_reason?: "timeout" | "output_limit" | "memory_limit";
     }
   | { type: "error"; error: { code: string; message: string; hint?: string; request_id?: string } };
 

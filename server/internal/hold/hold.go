@@ -75,6 +75,47 @@ func (h *Response) Write(p []byte) (int, error) {
 	return h.body.Write(p)
 }
 
+// SetStopReason adds "stop_reason": reason to the held JSON result, which
+// has none: the control plane's own finding (the sandbox's memory limit
+// killed the command), which the sidecar cannot know.
+func (h *Response) SetStopReason(reason string) {
+	body, ok := withStopReason(h.body.Bytes(), reason)
+	if !ok {
+		return
+	}
+	h.body = *bytes.NewBuffer(body)
+	if h.header.Get("Content-Length") != "" {
+		h.header.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+}
+
+// withStopReason returns the JSON object that starts line with
+// "stop_reason": reason added last, and what followed it; false when line
+// does not start with one whole object.
+func withStopReason(line []byte, reason string) ([]byte, bool) {
+	end := bytes.IndexByte(line, '\n')
+	if end < 0 {
+		end = len(line)
+	}
+	obj := bytes.TrimRight(line[:end], " \r\t")
+	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' || !json.Valid(obj) {
+		return nil, false
+	}
+	field, err := json.Marshal(reason)
+	if err != nil {
+		return nil, false
+	}
+	out := make([]byte, 0, len(line)+len(field)+16)
+	out = append(out, obj[:len(obj)-1]...)
+	if len(obj) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"stop_reason":`...)
+	out = append(out, field...)
+	out = append(out, '}')
+	return append(out, line[len(obj):]...), true
+}
+
 // FlushError is a no-op: nothing leaves before release.
 func (h *Response) FlushError() error { return nil }
 
@@ -148,6 +189,17 @@ func (h *Exit) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// SetStopReason adds "stop_reason": reason to the held exit event, which
+// has none (see Response.SetStopReason).
+func (h *Exit) SetStopReason(reason string) {
+	if !h.held {
+		return
+	}
+	if line, ok := withStopReason(h.pending, reason); ok {
+		h.pending = line
+	}
 }
 
 // FlushError flushes what was let through.

@@ -189,3 +189,53 @@ func TestExitHolderFail(t *testing.T) {
 		t.Errorf("error event %+v", ev.Error)
 	}
 }
+
+// TestSetStopReason: the control plane's stop_reason goes into the held
+// JSON result, or the held exit event of a stream, and nothing else: the
+// output lines that went before are untouched, the length is told anew.
+func TestSetStopReason(t *testing.T) {
+	const reason = api.StopReasonMemoryLimit
+	t.Run("result", func(t *testing.T) {
+		for _, tc := range []struct{ name, body, want string }{
+			{"result", `{"exit_code":137,"stdout":"}","stderr":"Killed\n"}` + "\n", `{"exit_code":137,"stdout":"}","stderr":"Killed\n","stop_reason":"memory_limit"}` + "\n"},
+			{"empty object", `{}`, `{"stop_reason":"memory_limit"}`},
+			{"not an object is left", `[1]`, `[1]`},
+			{"a cut object is left", `{"exit_code":1`, `{"exit_code":1`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				rec := httptest.NewRecorder()
+				h := NewResponse(rec)
+				h.Header().Set("Content-Length", strconv.Itoa(len(tc.body)))
+				h.WriteHeader(http.StatusOK)
+				h.Write([]byte(tc.body))
+				h.SetStopReason(reason)
+				h.Release()
+				if got := rec.Body.String(); got != tc.want {
+					t.Errorf("body = %s, want %s", got, tc.want)
+				}
+				if got := rec.Header().Get("Content-Length"); got != strconv.Itoa(len(tc.want)) {
+					t.Errorf("Content-Length = %s, want %d", got, len(tc.want))
+				}
+			})
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		const out = `{"type":"stderr","data":"Killed\n"}` + "\n"
+		rec := httptest.NewRecorder()
+		h := NewExit(rec)
+		h.Write([]byte(out))
+		h.SetStopReason(reason) // no exit event yet: nothing to mark
+		h.Write([]byte(`{"type":"exit","exit_code":137,"duration_ms":3}` + "\n"))
+		h.SetStopReason(reason)
+		h.Release()
+		want := out + `{"type":"exit","exit_code":137,"duration_ms":3,"stop_reason":"memory_limit"}` + "\n"
+		if got := rec.Body.String(); got != want {
+			t.Errorf("stream = %s, want %s", got, want)
+		}
+		var ev api.ExecEvent
+		lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &ev); err != nil || ev.StopReason != reason {
+			t.Errorf("exit event = %+v (%v), want stop_reason %q", ev, err, reason)
+		}
+	})
+}

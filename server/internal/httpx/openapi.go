@@ -80,6 +80,10 @@ func OpenAPI(docs []RouteDoc) map[string]any {
 	}
 	g.enum("Error", "code", errorCodes(), "stable: branch on it, never on message (docs/errors.md)")
 	g.enum("Image", "failure_code", imageFailureCodes(), "why a build failed (a step failed, or the build's jail refused a connection or a write) or an import did (not an image archive, too big, the host's disk full, the server's fault)")
+	stopReasons := []string{api.StopReasonTimeout, api.StopReasonOutputLimit, api.StopReasonMemoryLimit}
+	const stopWhy = "why the sandbox killed the command: at its timeout (exit code 124), at the output cap on_output_limit stop asked for, or at the sandbox's memory limit (exit code 137, the OOM killer; a larger size raises it); absent when the command ended by itself"
+	g.enum("ExecResult", "stop_reason", stopReasons, stopWhy)
+	g.enum("ExecEvent", "stop_reason", stopReasons, stopWhy+" (exit events only)")
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
