@@ -55,6 +55,7 @@ require (
 	modernc.org/sqlite v1.62.0
 	mvdan.cc/gofumpt v0.12.0
 	mvdan.cc/sh/v3 v3.14.1
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -204,7 +205,6 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 tool (

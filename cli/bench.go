@@ -81,13 +81,16 @@ With --idle N it then creates N more sandboxes, --concurrency at a time,
 so that N live at once, checks that every one answers an exec, lets them
 sit idle for 3 s, and reports each one's memory and threads (tasks in its
 cgroup) and, when the server runs on this host, the host memory and
-threads each one added.
+threads each one added (in --json null, with host_memory_unmeasured saying
+why, when other processes freed more memory than they took meanwhile).
 
 With --snapshots N it then fills a sandbox's workspace with 100 MiB and runs
 N rounds of: a freeze pause and its resume to the first exec, a snapshot, a
 fork ×1 to the child's first exec, and a fork ×8 until all eight answered.
 
-Every sandbox bench creates is deleted at the end, on Ctrl-C too.`,
+Every sandbox bench creates is deleted at the end, on Ctrl-C too: an
+interrupted run reports nothing, says it was interrupted and how many
+sandboxes it removed, and exits 130.`,
 		Example: `  boxkite bench
   boxkite bench --sandboxes 20 --execs 50 --concurrency 10 --json
   boxkite bench --sandboxes 2 --execs 5 --concurrency 2 --idle 1000`,
@@ -182,9 +185,11 @@ type idleBench struct {
 	Exec      *latency `json:"exec"`
 	Memory    *memory  `json:"memory"`
 	// HostMemoryPerSandboxBytes is the fall in the host's MemAvailable
-	// while they ran, divided by their number; 0 when the server is not
-	// on this host.
-	HostMemoryPerSandboxBytes int64 `json:"host_memory_per_sandbox_bytes"`
+	// while they ran, divided by their number; null when the server is
+	// not on this host, or when MemAvailable rose (other processes freed
+	// more than the sandboxes took: HostMemoryUnmeasured says so).
+	HostMemoryPerSandboxBytes *int64 `json:"host_memory_per_sandbox_bytes"`
+	HostMemoryUnmeasured      string `json:"host_memory_unmeasured,omitempty"` // why it is null on this host
 	// HostThreadsPerSandbox is the rise in the host's tasks (threads, the
 	// fourth field of /proc/loadavg) while they ran, divided by their
 	// number; 0 when the server is not on this host.
@@ -234,7 +239,7 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 	}
 	defer b.prog.done()
 	// Whatever happens, and on Ctrl-C (ctx ends), delete what was made.
-	defer b.cleanup(context.WithoutCancel(ctx))
+	defer func() { _, _ = b.cleanup(context.WithoutCancel(ctx)) }()
 
 	rep := &benchReport{
 		Server: base.BaseURL, Date: time.Now().UTC().Truncate(time.Second),
@@ -244,6 +249,9 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 	rep.Host.readHost()
 	rep.Host.LoadStart = loadNow()
 	if err := b.run(ctx, rep); err != nil {
+		if ctx.Err() != nil { // Ctrl-C: say so, and what became of the sandboxes
+			return b.interrupted(ctx)
+		}
 		return err
 	}
 	rep.Host.LoadEnd = loadNow()
@@ -425,9 +433,26 @@ func (b *bench) nextLabel() string {
 	return fmt.Sprintf("%s-%d", b.label, b.seq.Add(1))
 }
 
+// interrupted is the error of a run Ctrl-C stopped (exit 130): it
+// removes the sandboxes bench made and says so, as nothing was measured
+// to the end.
+func (b *bench) interrupted(ctx context.Context) error {
+	b.prog.done()
+	removed, left := b.cleanup(context.WithoutCancel(ctx))
+	msg := fmt.Sprintf("bench interrupted: nothing reported; removed the %d %s it had made", removed, plural(removed, "sandbox"))
+	if removed == 0 && left == 0 {
+		msg = "bench interrupted: nothing reported; no sandbox of its was left"
+	}
+	if left > 0 {
+		msg += fmt.Sprintf("; could not remove %d: 'boxkite session ls' lists them (labelled %s-N)", left, b.label)
+	}
+	return &exitStatus{code: exitInterrupted, msg: msg}
+}
+
 // cleanup deletes every sandbox bench made that is still there: those it
 // knows, and any with its labels (a create whose answer a Ctrl-C cut off).
-func (b *bench) cleanup(ctx context.Context) {
+// It returns how many it removed, and how many it could not.
+func (b *bench) cleanup(ctx context.Context) (removed, left int) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	b.mu.Lock()
@@ -441,15 +466,25 @@ func (b *bench) cleanup(ctx context.Context) {
 		}
 	}
 	if len(ids) == 0 {
-		return
+		return 0, 0
 	}
 	b.prog.phase("cleaning up", len(ids))
+	var gone, failed atomic.Int64
 	_ = parallel(ctx, b.opts.concurrency, len(ids), func(ctx context.Context, i int) error {
-		_ = b.c.DeleteSandbox(ctx, ids[i]) // gone already is fine too
+		err := b.c.DeleteSandbox(ctx, ids[i])
+		if e, ok := errors.AsType[*api.Error](err); err == nil || ok && e.Code == api.CodeNotFound { // gone already is fine too
+			gone.Add(1)
+		} else {
+			failed.Add(1)
+		}
 		b.prog.step()
 		return nil
 	})
 	b.prog.done()
+	b.mu.Lock()
+	b.live = nil
+	b.mu.Unlock()
+	return int(gone.Load()), int(failed.Load())
 }
 
 func randomHex(n int) string {

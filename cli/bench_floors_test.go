@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -313,5 +316,62 @@ func TestBenchRefusedKeyFailsFirst(t *testing.T) {
 	}
 	if n := creates.Load(); n != 0 {
 		t.Errorf("bench tried %d creates with a refused key", n)
+	}
+}
+
+// TestBenchInterrupted: Ctrl-C during a run exits 130 saying it was
+// interrupted and that the sandboxes it made were removed, not silently
+// (bench printed nothing at all).
+func TestBenchInterrupted(t *testing.T) {
+	// Without this binary as the CLI to time (its start is measured
+	// before the creates), the run reaches the creates at once.
+	args0 := os.Args[0]
+	os.Args[0] = filepath.Join(t.TempDir(), "no-such-boxkite")
+	t.Cleanup(func() { os.Args[0] = args0 })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		live    []api.Sandbox
+		deleted atomic.Int64
+	)
+	srv := fakeAPI(t, map[string]http.HandlerFunc{
+		"GET /v1/sandboxes": func(w http.ResponseWriter, _ *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			json.NewEncoder(w).Encode(append([]api.Sandbox{}, live...))
+		},
+		"GET /metrics": func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "boxkite_execs_total 0") },
+		"POST /v1/sandboxes": func(w http.ResponseWriter, r *http.Request) {
+			var req api.CreateSandboxRequest
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			sb := api.Sandbox{ID: "sb1", Label: req.Label, Status: api.StatusActive}
+			mu.Lock()
+			live = append(live, sb)
+			mu.Unlock()
+			cancel() // the user's Ctrl-C, once a sandbox is made (its answer may be cut off)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			json.NewEncoder(w).Encode(sb)
+		},
+		"DELETE /v1/sandboxes/sb1": func(w http.ResponseWriter, _ *http.Request) {
+			deleted.Add(1)
+			mu.Lock()
+			live = nil
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		},
+	})
+	t.Setenv(envURL, srv.URL)
+	t.Setenv(envAPIKey, "bxk_live_test")
+	var out, errOut strings.Builder
+	code := Execute(ctx, NewRoot(NewApp(IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test")),
+		[]string{"bench", "--sandboxes", "1", "--execs", "1", "--concurrency", "1"})
+	want := "error: bench interrupted: nothing reported; removed the 1 sandbox it had made\n"
+	if code != exitInterrupted || errOut.String() != want || out.String() != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 130 and stderr %q", code, out.String(), errOut.String(), want)
+	}
+	if n := deleted.Load(); n != 1 {
+		t.Errorf("sandbox deleted %d times, want once", n)
 	}
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,4 +62,37 @@ func FuzzParseCPUInfo(f *testing.F) {
 			t.Error("negative memory")
 		}
 	})
+}
+
+// TestHostMemoryPerSandbox: a MemAvailable that rose while the idle
+// sandboxes ran (other processes freed memory) is no measure: null in
+// --json and said so in the text, never a negative cost per sandbox.
+func TestHostMemoryPerSandbox(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		before, after int64
+		wantJSON      string
+		wantText      string
+	}{
+		{"fell", 10 << 20, 4 << 20, `"host_memory_per_sandbox_bytes":2097152`, "; host MemAvailable fell 2.0 MiB per sandbox"},
+		{"unchanged", 10 << 20, 10 << 20, `"host_memory_per_sandbox_bytes":0`, "; host MemAvailable fell 0.0 MiB per sandbox"},
+		{"rose", 4 << 20, 10 << 20, `"host_memory_per_sandbox_bytes":null,"host_memory_unmeasured":"host MemAvailable rose 6.0 MiB`, "; host memory per sandbox: host MemAvailable rose 6.0 MiB while they ran (other processes freed memory)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			i := &idleBench{Requested: 3, Created: 3, Answered: 3}
+			i.HostMemoryPerSandboxBytes, i.HostMemoryUnmeasured = hostMemoryPerSandbox(tt.before, tt.after, 3)
+			b, err := json.Marshal(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), tt.wantJSON) {
+				t.Errorf("JSON %s\nwant it to hold %s", b, tt.wantJSON)
+			}
+			var text strings.Builder
+			printBenchMemory(&text, &benchReport{Idle: i})
+			if !strings.Contains(text.String(), tt.wantText) || strings.Contains(text.String(), "-") {
+				t.Errorf("text %q\nwant it to hold %q, with no negative number", text.String(), tt.wantText)
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -213,7 +214,7 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 	res.Answered = len(execs.all())
 	b.settle(ctx)
 	if after := memAvailable(); before > 0 && after > 0 && len(ids) > 0 && b.serverIsLocal() {
-		res.HostMemoryPerSandboxBytes = (before - after) / int64(len(ids))
+		res.HostMemoryPerSandboxBytes, res.HostMemoryUnmeasured = hostMemoryPerSandbox(before, after, len(ids))
 		if _, tasks, ok := loadavg(); ok && tasksOK {
 			res.HostThreadsPerSandbox = round3(float64(tasks-tasksBefore) / float64(len(ids)))
 		}
@@ -316,4 +317,16 @@ func (b *bench) measureDeletes(ctx context.Context, ids []string, f, bw float64)
 	})
 	b.bracket(ctx, p)
 	return summarize(del.all(), f, bw).in(p)
+}
+
+// hostMemoryPerSandbox is the fall in the host's MemAvailable, before to
+// after, per sandbox of n; nil with the reason when it rose: other
+// processes freed more memory than the sandboxes took meanwhile, and a
+// negative cost per sandbox would be no measure at all.
+func hostMemoryPerSandbox(before, after int64, n int) (*int64, string) {
+	if after > before {
+		return nil, fmt.Sprintf("host MemAvailable rose %s while they ran (other processes freed memory): not measurable on a machine this busy", mib(after-before))
+	}
+	per := (before - after) / int64(n)
+	return &per, ""
 }

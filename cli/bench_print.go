@@ -119,8 +119,11 @@ func printBenchMemory(w io.Writer, r *benchReport) {
 			fmt.Fprintf(w, "; memory p50 %s, mean %s (anonymous mean %s); threads p50 %d, max %d",
 				mib(i.Memory.P50Bytes), mib(i.Memory.MeanBytes), mib(i.Memory.AnonMeanBytes), i.Memory.ThreadsP50, i.Memory.ThreadsMax)
 		}
-		if i.HostMemoryPerSandboxBytes > 0 {
-			fmt.Fprintf(w, "; host MemAvailable fell %s per sandbox", mib(i.HostMemoryPerSandboxBytes))
+		switch {
+		case i.HostMemoryPerSandboxBytes != nil:
+			fmt.Fprintf(w, "; host MemAvailable fell %s per sandbox", mib(*i.HostMemoryPerSandboxBytes))
+		case i.HostMemoryUnmeasured != "":
+			fmt.Fprintf(w, "; host memory per sandbox: %s", i.HostMemoryUnmeasured)
 		}
 		if i.HostThreadsPerSandbox > 0 {
 			fmt.Fprintf(w, "; host threads rose %.1f per sandbox", i.HostThreadsPerSandbox)

@@ -328,16 +328,38 @@ func runLs(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error
 	if len(res.Entries) == 0 {
 		b.WriteString("\n(empty)")
 	}
-	for _, e := range res.Entries {
+	shown := writeListing(&b, len(res.Entries), func(i int) string {
+		e := res.Entries[i]
 		// The sidecar already ends directory paths with "/"; the reference
 		// added another one (§4.1 "…//" quirk).
 		if e.IsDir {
-			fmt.Fprintf(&b, "\n%s", strings.TrimSuffix(e.Path, "/")+"/")
-			continue
+			return strings.TrimSuffix(e.Path, "/") + "/"
 		}
-		fmt.Fprintf(&b, "\n%s  (%d bytes)", e.Path, e.Size)
+		return fmt.Sprintf("%s  (%d bytes)", e.Path, e.Size)
+	})
+	if shown < len(res.Entries) {
+		fmt.Fprintf(&b, "\n\n(listing cut at 100 KiB: %d of %d entries shown -- list a subdirectory, or find files with glob and a narrower pattern)",
+			shown, len(res.Entries))
 	}
 	return b.String(), nil
+}
+
+// maxListingText bounds the text of an ls or glob answer, as view's
+// content is bounded (api.MaxViewOutput): a 10,000-entry directory would
+// give the agent some 330 KB.
+const maxListingText = api.MaxViewOutput
+
+// writeListing writes line(i) for i below n, each after a newline, while
+// b stays within maxListingText, and returns how many it wrote.
+func writeListing(b *strings.Builder, n int, line func(int) string) int {
+	for i := range n {
+		l := line(i)
+		if b.Len()+1+len(l) > maxListingText {
+			return i
+		}
+		b.WriteString("\n" + l)
+	}
+	return n
 }
 
 func globTool() Tool {
@@ -375,10 +397,15 @@ func runGlob(ctx context.Context, sb Sandbox, args json.RawMessage) (string, err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Matches for '%s' under %s:\n", in.Pattern, in.Path)
-	for _, m := range res.Matches {
-		b.WriteString("\n" + m.Path)
-	}
-	if res.Truncated {
+	shown := writeListing(&b, len(res.Matches), func(i int) string { return res.Matches[i].Path })
+	switch {
+	case shown < len(res.Matches):
+		first := ""
+		if res.Truncated {
+			first = "the first "
+		}
+		fmt.Fprintf(&b, "\n\n(listing cut at 100 KiB: %d of %s%d matches shown -- narrow the pattern or the path)", shown, first, len(res.Matches))
+	case res.Truncated:
 		b.WriteString("\n\n(results truncated -- narrow the pattern or the path)")
 	}
 	return b.String(), nil

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -410,4 +412,49 @@ func TestGrep(t *testing.T) {
 			calls: []call{{"Grep", api.GrepRequest{Pattern: "x", Path: "/", MaxMatches: 500}}},
 		},
 	})
+}
+
+// TestListingsCapped: ls and glob answers are cut at 100 KiB, as view's
+// content is, with a note saying how many entries are shown and how to
+// narrow the listing (a 10,000-entry directory gave some 330 KB).
+func TestListingsCapped(t *testing.T) {
+	const n = 10000
+	entries := make([]api.LsEntry, n)
+	for i := range entries {
+		entries[i] = api.LsEntry{Path: fmt.Sprintf("/workspace/data/part-%05d.csv", i), Size: 12345}
+	}
+	for _, tt := range []struct {
+		tool, args, note string
+		fake             fake
+	}{
+		{
+			"ls", `{"path":"data"}`, " of 10000 entries shown -- list a subdirectory, or find files with glob and a narrower pattern)",
+			fake{list: func(api.LsRequest) (*api.LsResult, error) { return &api.LsResult{Entries: entries}, nil }},
+		},
+		{
+			"glob", `{"pattern":"**/*.csv"}`, " of 10000 matches shown -- narrow the pattern or the path)",
+			fake{glob: func(api.GlobRequest) (*api.GlobResult, error) { return &api.GlobResult{Matches: entries}, nil }},
+		},
+		{
+			"glob", `{"pattern":"**/*.csv"}`, " of the first 10000 matches shown -- narrow the pattern or the path)",
+			fake{glob: func(api.GlobRequest) (*api.GlobResult, error) {
+				return &api.GlobResult{Matches: entries, Truncated: true}, nil
+			}},
+		},
+	} {
+		t.Run(tt.tool, func(t *testing.T) {
+			tl, _ := Lookup(All(), tt.tool)
+			f := tt.fake
+			got := tl.Call(context.Background(), &f, json.RawMessage(tt.args))
+			if len(got) > api.MaxViewOutput+200 {
+				t.Errorf("%s answered %d bytes, want about %d at most", tt.tool, len(got), api.MaxViewOutput)
+			}
+			if !strings.HasSuffix(got, tt.note) || !strings.Contains(got, "\n\n(listing cut at 100 KiB: ") {
+				t.Errorf("%s answer ends %q, want the note ending %q", tt.tool, got[max(0, len(got)-200):], tt.note)
+			}
+			if !strings.Contains(got, "/workspace/data/part-00000.csv") {
+				t.Errorf("%s answer lost its first entry", tt.tool)
+			}
+		})
+	}
 }
