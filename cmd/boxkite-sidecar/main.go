@@ -35,6 +35,7 @@ func run(args []string) int {
 	}
 	var err error
 	nameProcess()
+	defaultSignals()
 	// Locked for init (init_linux.go) and the spawner: the spawner's
 	// helper moves threads of its own into the skeleton's namespace
 	// (jail.ServeSpawner), and the main thread, which never ends, must

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os/signal"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -48,4 +49,25 @@ func noDump() error {
 func nameProcess() {
 	name := []byte("boxkite-sidecar\x00")
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
+}
+
+// defaultSignals gives SIGHUP and SIGINT their default action when this
+// process started with them ignored. A server started under nohup, or in
+// the background of a script, ignores them, and the ignoring passes to
+// every process it starts: the Go runtime keeps an inherited SIG_IGN for
+// these two signals only, and execve keeps it. Without this every command
+// in such a server's sandboxes would ignore the hang-up or Ctrl-C that
+// `boxkite exec`, the bastion or the API forwards. A sandbox's processes
+// start from the defaults, as a login's do; the sidecar itself then ends
+// on either signal, as it does when started normally.
+func defaultSignals() {
+	for _, sig := range []unix.Signal{unix.SIGHUP, unix.SIGINT} {
+		if !signal.Ignored(sig) {
+			continue
+		}
+		// A zeroed kernel sigaction is SIG_DFL with no flags and an
+		// empty mask; 8 is the size of the kernel's sigset.
+		var act [4]uint64
+		_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
+	}
 }

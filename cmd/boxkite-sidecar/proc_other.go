@@ -16,3 +16,6 @@ func selfCommand(args ...string) (string, []string) {
 func lockDownServe() error { return nil }
 
 func nameProcess() {}
+
+// defaultSignals: jails and their signals are Linux's.
+func defaultSignals() {}
