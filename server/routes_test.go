@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/console"
 	"github.com/boxkite/boxkite/server/e2b"
 )
 
@@ -42,7 +43,9 @@ func TestRouteList(t *testing.T) {
 	b.WriteString("fails when this list and the server's mux disagree. Each subsystem declares\n")
 	b.WriteString("its routes in its `routes.go` (docs/architecture.md). The E2B-compatible API\n")
 	b.WriteString("(server/e2b) is served beside this mux, on its own hosts (docs/e2b.md); its routes\n")
-	b.WriteString("follow in a table of their own.\n\n")
+	b.WriteString("follow in a table of their own, and the web console's (server/console) after them.\n")
+	b.WriteString("A request to a preview's own host (`preview.Matches`) is served whole by server/preview's\n")
+	b.WriteString("`ServeHost` before any of these ([server/preview/routes.go](../server/preview/routes.go)).\n\n")
 	b.WriteString("| Route | Credential | Package | Handler | File |\n|---|---|---|---|---|\n")
 	wildcard := regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)(\.\.\.)?\}`)
 	n := 0
@@ -78,6 +81,7 @@ func TestRouteList(t *testing.T) {
 		t.Errorf("only %d routes registered", n)
 	}
 	e2bRouteList(t, &b, e.Server, root, wildcard)
+	consoleRouteList(t, &b, e.Server, root, wildcard)
 	got := b.String()
 	if *updateRouteList {
 		if err := os.WriteFile(routeListPath, []byte(got), 0o644); err != nil {
@@ -166,16 +170,7 @@ func e2bRouteList(t *testing.T, b *strings.Builder, srv *server.Server, root str
 			t.Errorf("E2B route %s has no handler", rt.Pattern)
 			continue
 		}
-		fn := runtime.FuncForPC(reflect.ValueOf(rt.Func).Pointer())
-		file, _ := fn.FileLine(fn.Entry())
-		pkg, name := splitFunc(fn.Name())
-		if !filepath.IsAbs(file) {
-			file = methodFile(t, filepath.Join(root, pkg), name)
-		}
-		file, err := filepath.Rel(root, file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pkg, name, file := funcFile(t, root, rt.Func)
 		port, cred := "", "e2b api key"
 		if rt.Port != "" {
 			port, cred = rt.Port, "envd token"
@@ -197,5 +192,56 @@ func e2bRouteList(t *testing.T, b *strings.Builder, srv *server.Server, root str
 	}
 	if n < 40 {
 		t.Errorf("only %d E2B routes listed", n)
+	}
+}
+
+// funcFile names f (a function or method value) by its package and name,
+// with the file (relative to root) that declares it.
+func funcFile(t *testing.T, root string, f any) (pkg, name, file string) {
+	t.Helper()
+	fn := runtime.FuncForPC(reflect.ValueOf(f).Pointer())
+	file, _ = fn.FileLine(fn.Entry())
+	pkg, name = splitFunc(fn.Name())
+	if !filepath.IsAbs(file) {
+		file = methodFile(t, filepath.Join(root, pkg), name)
+	}
+	file, err := filepath.Rel(root, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkg, name, file
+}
+
+// consoleRouteList appends the web console's routes to the route list,
+// each with its handler and file, checking that the console serves each
+// one with that route.
+func consoleRouteList(t *testing.T, b *strings.Builder, srv *server.Server, root string, wildcard *regexp.Regexp) {
+	t.Helper()
+	c, err := console.New(console.Config{API: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.WriteString("\n## Web console\n\n")
+	b.WriteString("Served before the API's mux at `/ui` and under `/ui/` (server/console, docs/console.md;\n")
+	b.WriteString("`--console`, on by default), never on a preview's host. `/ui/api/` takes any method\n")
+	b.WriteString("and calls the API's `/v1/…` in process with the browser session's key.\n\n")
+	b.WriteString("| Route | Credential | Package | Handler | File |\n|---|---|---|---|---|\n")
+	n := 0
+	for _, rt := range c.RouteHandlers() {
+		pkg, name, file := funcFile(t, root, rt.Func)
+		fmt.Fprintf(b, "| `%s` | %s | `%s` | `%s` | [%s](../%s) |\n", rt.Pattern, rt.Cred, pkg, name, file, file)
+		n++
+
+		method, path, ok := strings.Cut(rt.Pattern, " ")
+		if !ok {
+			method, path = "PATCH", rt.Pattern+"anything"
+		}
+		path = wildcard.ReplaceAllString(path, "x1")
+		if got := c.Served(httptest.NewRequest(method, path, nil)); got != rt.Pattern {
+			t.Errorf("console %s %s is served by route %q, want %q", method, path, got, rt.Pattern)
+		}
+	}
+	if n < 8 {
+		t.Errorf("only %d console routes listed", n)
 	}
 }

@@ -100,25 +100,6 @@ func New(cfg Config) (*Console, error) {
 	return c, nil
 }
 
-// routes is the console's own paths: its page, its assets, the session
-// plumbing, and the API under /ui/api/.
-func (c *Console) routes() {
-	c.mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
-	})
-	c.mux.HandleFunc("GET /ui/", c.servePage)
-	c.mux.HandleFunc("GET /ui/assets/{name}", c.serveAsset)
-	c.mux.Handle("GET /ui/session", c.handler(c.getSession))
-	c.mux.Handle("POST /ui/session", c.handler(c.signIn))
-	c.mux.Handle("DELETE /ui/session", c.handler(c.signOut))
-	c.mux.Handle("POST /ui/links", c.handler(c.createLink))
-	c.mux.HandleFunc("GET /ui/link/{code}", c.openLink)
-	c.mux.Handle("/ui/", c.handler(func(http.ResponseWriter, *http.Request) error {
-		return api.Errorf(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "method not allowed").
-			WithHint("the console's page takes GET; its API is under /ui/api/v1/")
-	}))
-}
-
 // ServeHTTP serves the console's paths with its security headers.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
@@ -130,7 +111,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	// The page sets its own policy (assets.go); everything else is data.
 	h.Set("Content-Security-Policy", dataCSP)
-	if strings.HasPrefix(r.URL.Path, "/ui/api/") {
+	if strings.HasPrefix(r.URL.Path, apiPrefix) {
 		c.handler(c.proxyAPI).ServeHTTP(w, r) // any method: the API's routes decide
 		return
 	}
