@@ -228,3 +228,20 @@ func (e *session) Audit(ctx context.Context, a envd.AuditEntry) error {
 		Sandbox: e.sb, Operation: a.Operation, Detail: a.Detail, ExitCode: a.ExitCode, Started: a.Started, Duration: a.Duration,
 	})
 }
+
+// MemoryKilled asks the driver whether the sandbox's memory limit killed
+// one of its processes since it last asked (model.MemoryKillDriver, the
+// count /v1's exec asks too); a driver that cannot tell, or fails to,
+// says no.
+func (e *session) MemoryKilled(ctx context.Context) bool {
+	md, ok := e.d.Driver.(model.MemoryKillDriver)
+	if !ok {
+		return false
+	}
+	killed, err := md.MemoryKilled(ctx, e.sb.ID)
+	if err != nil {
+		e.d.Log.WarnContext(ctx, "read a sandbox's memory kills", "sandbox", e.sb.ID, "err", err)
+		return false
+	}
+	return killed
+}

@@ -462,7 +462,7 @@ func TestEndEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p := &proc{killed: tt.killed}
-		got := p.endEvent(tt.exit)
+		got := p.endEvent(tt.exit, func() bool { return false })
 		if got.GetExitCode() != tt.want.GetExitCode() || got.GetExited() != tt.want.GetExited() || got.GetStatus() != tt.want.GetStatus() ||
 			(got.Error == nil) != (tt.want.Error == nil) || got.GetError() != tt.want.GetError() {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)

@@ -90,6 +90,11 @@ type Session interface {
 	// Revocable returns ctx, ended as soon as the API key behind the
 	// token is revoked, and the function that stops watching for that.
 	Revocable(ctx context.Context) (context.Context, func())
+	// MemoryKilled reports whether the sandbox's memory limit killed one
+	// of its processes since it was last asked (the /v1 exec's
+	// model.MemoryKillDriver count): asked only when a command ended with
+	// a SIGKILL nobody here sent.
+	MemoryKilled(ctx context.Context) bool
 }
 
 // AuditEntry is one operation for the audit log.

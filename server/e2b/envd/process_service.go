@@ -400,7 +400,7 @@ loop:
 	_ = p.conn.CloseNow()
 	h.procs.remove(sess.SandboxID(), p.pid)
 
-	end := p.endEvent(exit)
+	end := p.endEvent(exit, func() bool { return sess.MemoryKilled(context.WithoutCancel(ctx)) })
 	code := int(end.GetExitCode())
 	detail := map[string]any{
 		"command": allowlistCommand(p.config), "interface": "e2b", "pid": p.pid, "tty": p.tty,
@@ -422,29 +422,43 @@ type frame struct {
 // os.ProcessState): killed by a signal is exit code -1, not exited,
 // "signal: killed" (or the signal's name: "signal: segmentation fault").
 // Unless it exited 0, the error says so too, as envd's (Go's exec error):
-// the SDK makes it the message of CommandExitError.
-func (p *proc) endEvent(exit *api.InteractiveControl) *process.ProcessEvent_EndEvent {
+// the SDK makes it the message of CommandExitError. A SIGKILL nobody here
+// sent (or a shell's exit 137 after one) that memoryKilled, asked only
+// then, pins on the sandbox's memory limit says so in the error, after
+// envd's words: the status stays envd's, which scripts may compare.
+func (p *proc) endEvent(exit *api.InteractiveControl, memoryKilled func() bool) *process.ProcessEvent_EndEvent {
 	p.mu.Lock()
 	killed := p.killed
 	p.mu.Unlock()
+	var end *process.ProcessEvent_EndEvent
 	switch {
 	case killed || exit == nil || exit.ExitCode == nil:
 		status := "signal: killed"
 		return &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: status, Error: &status}
 	case exit.Signal > 0:
 		status := "signal: " + syscall.Signal(exit.Signal).String()
-		return &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: status, Error: &status}
+		end = &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: status, Error: &status}
 	case exit.Message != "":
 		msg := exit.Message
 		return &process.ProcessEvent_EndEvent{ExitCode: int32(*exit.ExitCode), Exited: false, Status: "failed to start", Error: &msg}
+	default:
+		code := *exit.ExitCode
+		end = &process.ProcessEvent_EndEvent{ExitCode: int32(code), Exited: true, Status: "exit status " + strconv.Itoa(code)}
+		if code != 0 {
+			end.Error = &end.Status
+		}
 	}
-	code := *exit.ExitCode
-	end := &process.ProcessEvent_EndEvent{ExitCode: int32(code), Exited: true, Status: "exit status " + strconv.Itoa(code)}
-	if code != 0 {
-		end.Error = &end.Status
+	sigkill := exit.Signal == int(syscall.SIGKILL) || (exit.Signal == 0 && *exit.ExitCode == api.ExitCodeKilled)
+	if sigkill && memoryKilled() {
+		msg := end.Status + " " + memoryLimitNote
+		end.Error = &msg
 	}
 	return end
 }
+
+// memoryLimitNote follows envd's error of a command the kernel's OOM
+// killer killed at the sandbox's memory limit (docs/errors.md).
+const memoryLimitNote = "(out of memory: killed at the sandbox's memory limit)"
 
 func dataEvent(stream byte, b []byte) *process.ProcessEvent {
 	d := &process.ProcessEvent_DataEvent{}

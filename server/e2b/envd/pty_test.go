@@ -49,6 +49,7 @@ func (s *ptySession) SandboxID() string                          { return "sb" }
 func (s *ptySession) Env() map[string]string                     { return nil }
 func (s *ptySession) CheckCommand(context.Context, string) error { return nil }
 func (s *ptySession) Allowlisted(context.Context) (bool, error)  { return false, nil }
+func (s *ptySession) MemoryKilled(context.Context) bool          { return false }
 
 func (s *ptySession) Interactive(_ context.Context, req api.InteractiveRequest) (*websocket.Conn, error) {
 	s.started = append(s.started, req)
