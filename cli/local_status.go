@@ -3,13 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // serverStatus is the JSON shape of `boxkite status`.
@@ -29,11 +26,6 @@ type serverStatus struct {
 	// Host is GET /v1/host: disk against the watermark, host limits, the
 	// audit log's state, the active sandboxes' disks (admin keys).
 	Host *api.HostStatus `json:"host,omitempty"`
-	// stack: the URL in use is the stack up starts, so its processes
-	// (server.pid, bastion.pid) are the ones to show.
-	stack bool
-	// hint says what to do when the server does not answer.
-	hint string
 }
 
 func newStatusCmd(app *App) *cobra.Command {
@@ -55,7 +47,7 @@ not ready, so scripts can ask it.`,
 			if err != nil {
 				return err
 			}
-			st, err := collectStatus(cmd.Context(), app, cmd.Root().PersistentFlags())
+			st, err := collectStatus(cmd.Context(), app)
 			if err != nil {
 				return err
 			}
@@ -75,7 +67,7 @@ not ready, so scripts can ask it.`,
 	return cmd
 }
 
-func collectStatus(ctx context.Context, app *App, flags *pflag.FlagSet) (serverStatus, error) {
+func collectStatus(ctx context.Context, app *App) (serverStatus, error) {
 	cfg, err := app.Config()
 	if err != nil {
 		return serverStatus{}, err
@@ -88,8 +80,7 @@ func collectStatus(ctx context.Context, app *App, flags *pflag.FlagSet) (serverS
 	if cfg.Local {
 		st.Mode = "local"
 	}
-	st.stack = cfg.Local && cfg.Context == contextLocal && isStackURL(cfg)
-	if st.stack {
+	if cfg.Local && cfg.Context == contextLocal {
 		// The stack up starts: its processes are this machine's to show.
 		p := pathsFor(cfg.Home)
 		pid, err := runningServer(p)
@@ -100,9 +91,7 @@ func collectStatus(ctx context.Context, app *App, flags *pflag.FlagSet) (serverS
 		if bpid, err := runningBastion(p); err == nil && bpid != 0 && cfg.Bastion != "" {
 			st.Bastion, st.BastionPID = cfg.Bastion, bpid
 		}
-	} else if cfg.Context != contextLocal {
-		// A context's own bastion; local.toml's is the stack's, not that
-		// of a server --url or BOXKITE_URL names.
+	} else {
 		st.Bastion = cfg.Bastion
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -112,7 +101,6 @@ func collectStatus(ctx context.Context, app *App, flags *pflag.FlagSet) (serverS
 	addHostStatus(ctx, c, &st)
 	if err := c.Ready(ctx); err != nil {
 		st.Error = message(err)
-		st.hint = hintOf(err, flags)
 		return st, nil
 	}
 	st.Running, st.Ready = true, true
@@ -131,7 +119,7 @@ func writeStatus(app *App, st serverStatus) error {
 	fmt.Fprintf(tw, "context:\t%s\n", st.Context)
 	fmt.Fprintf(tw, "mode:\t%s\n", st.Mode)
 	fmt.Fprintf(tw, "url:\t%s\n", st.URL)
-	if st.stack {
+	if st.Mode == "local" && st.Context == contextLocal {
 		server := "not running"
 		if st.PID != 0 {
 			server = fmt.Sprintf("running (pid %d)", st.PID)
@@ -167,28 +155,8 @@ func writeStatus(app *App, st serverStatus) error {
 			return err
 		}
 	}
-	switch {
-	case st.Ready:
-	case st.stack && st.PID == 0:
+	if st.Mode == "local" && st.Context == contextLocal && !st.Ready && st.PID == 0 {
 		fmt.Fprintln(app.IO.ErrOut, "hint: run 'boxkite up' to start the local server")
-	case !st.stack && st.hint != "":
-		fmt.Fprintln(app.IO.ErrOut, "hint: "+st.hint)
 	}
 	return nil
-}
-
-// isStackURL: the URL in use is the one of the server up starts
-// (local.toml's, or the default before up has run). A loopback URL from
-// --url or BOXKITE_URL that names another port is some other server,
-// tunnel or port-forward: this home's server.pid says nothing about it,
-// and 'boxkite up' would not start it.
-func isStackURL(cfg *Config) bool {
-	if cfg.localStack() {
-		return true
-	}
-	want := DefaultURL
-	if fc, err := readFileConfig(filepath.Join(cfg.Home, localFile)); err == nil && fc.BaseURL != "" {
-		want = fc.BaseURL
-	}
-	return cfg.BaseURL == strings.TrimRight(want, "/")
 }
