@@ -1,5 +1,7 @@
 // Tests at the module root guard the architecture: the import table of
-// design/ARCHITECTURE.md (this file) and package documentation (pkgdoc_test.go).
+// docs/architecture.md (this file; architecture_test.go checks the
+// document's package table against it and the tree) and package
+// documentation (pkgdoc_test.go).
 package boxkite_test
 
 import (
@@ -44,7 +46,8 @@ func merge(ms ...map[string]string) map[string]string {
 	return out
 }
 
-// rules is design/ARCHITECTURE.md's import table.
+// rules is docs/architecture.md's import table: every package of the
+// module has a row (TestDeps fails for one without).
 var rules = map[string]depRule{
 	"client/api":         {stdOnly: true},
 	"internal/criu":      {stdOnly: true},
@@ -284,6 +287,35 @@ var rules = map[string]depRule{
 	// The runtime's fork hooks, declared once for the sidecar's and the
 	// jail's clones.
 	"sidecar/internal/forkhook": {stdOnly: true},
+	// The jail's seccomp filter.
+	"sidecar/jail/internal/seccomppolicy": {forbidden: merge(clientGo, sqlDriver, imageLib)},
+	// The E2B envd services' generated code (protobuf messages, Connect
+	// handlers): no package of ours but the messages their handlers serve.
+	"server/e2b/envdpb":                              {stdOnly: true},
+	"server/e2b/envdpb/filesystem":                   {forbidden: merge(clientGo, sqlDriver, imageLib)},
+	"server/e2b/envdpb/process":                      {forbidden: merge(clientGo, sqlDriver, imageLib)},
+	"server/e2b/envdpb/filesystem/filesystemconnect": {ours: []string{"server/e2b/envdpb/filesystem"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
+	"server/e2b/envdpb/process/processconnect":       {ours: []string{"server/e2b/envdpb/process"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
+	// Keeps the CLI from querying the terminal at start-up.
+	"cli/internal/quietterm": {forbidden: merge(clientGo, sqlDriver, imageLib)},
+	// The Dockerfiles and the Helm chart; Go only for its doc and tests.
+	"deploy": {stdOnly: true},
+	// Reads a secret handed as a file or descriptor (the binaries' flags).
+	"internal/secretfile": {stdOnly: true},
+	// Helpers of tests: fixtures, loopback registries and servers.
+	"handoff/handofftest": {forbidden: merge(clientGo, sqlDriver, imageLib)},
+	"internal/npmtest":    {forbidden: merge(clientGo, sqlDriver, imageLib)},
+	"internal/kubetest": {ours: []string{"internal/testport", "sidecar/jail"}, forbidden: merge(sqlDriver, map[string]string{
+		"server": "the test apiserver and kubelet run pods; the control plane under test is the caller's",
+	})},
+	"internal/e2bsdk":        {ours: []string{"client", "client/api", "server/e2b", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
+	"internal/e2bsdk/e2btui": {ours: []string{"client", "internal/e2bsdk", "tui"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
+	// End-to-end, security and fault suites: they drive the real binaries
+	// and the real control plane, so they may link any package of ours.
+	"internal/e2e":            {anyOurs: true},
+	"internal/e2e/handoffe2e": {anyOurs: true},
+	"internal/faulttest":      {anyOurs: true},
+	"internal/securitytest":   {anyOurs: true},
 }
 
 func isStd(path string) bool {
@@ -324,6 +356,10 @@ func TestDeps(t *testing.T) {
 		pkg, deps := ourPkg(fields[0]), fields[1:]
 		rule, ok := rules[pkg]
 		if !ok {
+			// A package without a row would link anything unnoticed.
+			if pkg != "." {
+				t.Errorf("%s has no row in rules: add what it may import (docs/architecture.md)", pkg)
+			}
 			continue
 		}
 		seen[pkg] = true

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -279,6 +280,22 @@ func TestExecOutputTailToALateWait(t *testing.T) {
 		t.Errorf("exec (-want +got):\n%s", diff)
 	}
 	waitGone(t, readPID(t, filepath.Join(ws, "bg.pid")))
+}
+
+// TestExecOutputTailToALateReader: with the goroutine fallback's wait (no
+// pidfd or epoll), output the shell wrote while a pipe's reader was not
+// scheduled (a loaded host) for longer than the grace and the drain
+// together is still read: the drain counts the reader's time in Read, not
+// the wall clock's.
+func TestExecOutputTailToALateReader(t *testing.T) {
+	t.Parallel()
+	var once sync.Once
+	slow := func() { once.Do(func() { time.Sleep(pipeGrace + pipeDrain + time.Second) }) }
+	srv, _ := newServer(t, Options{Token: testToken, goroutineWait: true, slowOutput: slow})
+	got := postExec(t, srv.URL, `{"command":"echo first; sleep 0.2; echo tail"}`)
+	if diff := cmp.Diff(api.ExecResult{Stdout: "first\ntail\n"}, got, ignoreTimingAndCounts); diff != "" {
+		t.Errorf("exec (-want +got):\n%s", diff)
+	}
 }
 
 func TestExecClientGoneKillsTheGroup(t *testing.T) {

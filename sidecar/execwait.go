@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"io"
 	"os"
 	"sync"
 	"syscall"
@@ -24,13 +23,14 @@ func (h *Handler) watchGoroutines(ctx context.Context, r running) waited {
 		os.NewFile(uintptr(r.pipes.stdout), "|ours"),
 		os.NewFile(uintptr(r.pipes.stderr), "|ours"),
 	}
+	pumps := []*outputPump{{r: outs[0]}, {r: outs[1]}}
 	var w waited
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		w.stdoutN = h.readCapped(outs[0], r.spec.maxOutput, func(b []byte) { r.emit(api.EventStdout, b) }, r.atLimit)
+		w.stdoutN = h.readCapped(pumps[0], r.spec.maxOutput, func(b []byte) { r.emit(api.EventStdout, b) }, r.atLimit)
 	})
 	wg.Go(func() {
-		w.stderrN = h.readCapped(outs[1], r.spec.maxOutput, func(b []byte) { r.emit(api.EventStderr, b) }, r.atLimit)
+		w.stderrN = h.readCapped(pumps[1], r.spec.maxOutput, func(b []byte) { r.emit(api.EventStderr, b) }, r.atLimit)
 	})
 	readDone := make(chan struct{})
 	go func() { wg.Wait(); close(readDone) }()
@@ -62,8 +62,10 @@ func (h *Handler) watchGoroutines(ctx context.Context, r running) waited {
 
 	// Background children may still hold the pipes. Give them pipeGrace,
 	// then kill the group and keep reading until the pipes drain: output
-	// already written must not be lost. Only a child that left the group can
-	// keep a pipe open past that; pipeDrain bounds the wait for it.
+	// already written must not be lost, however late its reader is
+	// scheduled (a wall-clock deadline cut it on a loaded host). Only a
+	// child that left the group can keep a pipe open past that; the time
+	// a reader waits in Read for it is bounded by pipeDrain (drainKilled).
 	grace := time.NewTimer(pipeGrace)
 	defer grace.Stop()
 	select {
@@ -74,36 +76,37 @@ func (h *Handler) watchGoroutines(ctx context.Context, r running) waited {
 	select {
 	case <-readDone:
 	default:
-		r.kill()
-		drain := time.NewTimer(pipeDrain)
-		defer drain.Stop()
-		select {
-		case <-readDone:
-		case <-drain.C:
-			// Pending reads return; the readers close the pipes.
-			now := time.Now()
-			_ = outs[0].SetReadDeadline(now)
-			_ = outs[1].SetReadDeadline(now)
+		if h.opts.slowKill != nil {
+			h.opts.slowKill()
 		}
+		r.kill()
+		drainKilled(readDone, pumps)
 	}
 	<-readDone
 	return w
 }
 
-// readCapped reads r to EOF, closes it and returns how many bytes it
-// yielded. It passes the first limit bytes to emit and only counts the
-// rest, so a command that writes more is not blocked on a full pipe;
+// readCapped reads o's pipe to its end, closes it and returns how many
+// bytes it yielded. It passes the first limit bytes to emit and only counts
+// the rest, so a command that writes more is not blocked on a full pipe;
 // atLimit is called once, when the output first goes past limit. Output
-// of exactly limit bytes is complete, not cut.
-func (h *Handler) readCapped(r io.ReadCloser, limit int64, emit func([]byte), atLimit func()) int64 {
-	defer r.Close()
+// of exactly limit bytes is complete, not cut. o tells drainKilled when
+// it waits in Read and how much it read.
+func (h *Handler) readCapped(o *outputPump, limit int64, emit func([]byte), atLimit func()) int64 {
+	defer o.r.Close()
 	bp := h.readBufs.Get().(*[]byte)
 	defer h.readBufs.Put(bp)
 	buf := *bp
 	var n int64
 	for {
-		k, err := r.Read(buf)
+		o.inRead.Store(true)
+		k, err := o.r.Read(buf)
+		o.inRead.Store(false)
+		o.read.Add(int64(k))
 		if k > 0 {
+			if h.opts.slowOutput != nil {
+				h.opts.slowOutput()
+			}
 			n = emitCapped(n, limit, buf[:k], emit, atLimit)
 		}
 		if err != nil {

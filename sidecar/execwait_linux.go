@@ -38,6 +38,13 @@ import (
 // command.
 func (h *Handler) watchCommand(ctx context.Context, r running) waited {
 	pidfd := r.pipes.pidfd
+	if h.opts.goroutineWait {
+		if pidfd >= 0 {
+			_ = syscall.Close(pidfd)
+			r.pipes.pidfd = -1
+		}
+		return h.watchGoroutines(ctx, r)
+	}
 	if pidfd < 0 {
 		fd, err := unix.PidfdOpen(r.pipes.pid, 0)
 		if err != nil {

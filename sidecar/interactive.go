@@ -208,6 +208,15 @@ func drainOutputs(drained <-chan struct{}, outs []*outputPump, kill func()) {
 	case <-grace.C:
 	}
 	kill()
+	drainKilled(drained, outs)
+}
+
+// drainKilled returns when the pumps are done (drained closes), after the
+// command's group was killed: a stream is closed, which ends its pump, only
+// once its pump waited in Read for pipeDrain in all, or read more than
+// outputDrainMax since, so a pump the scheduler leaves out (a loaded host)
+// still reads what its pipe held.
+func drainKilled(drained <-chan struct{}, outs []*outputPump) {
 	const tick = pipeDrain / 20
 	waited := make([]time.Duration, len(outs))
 	from := make([]int64, len(outs))

@@ -55,13 +55,17 @@ type Options struct {
 	// slowOutput, when set (by tests), runs before each output frame of
 	// an interactive exec or of the shared terminal is sent (a client
 	// slow to take the output) and before each read of a background
-	// process's or of the shared terminal's output is kept (a reader not
-	// scheduled).
+	// process's, of the shared terminal's or of an exec's output waited
+	// for with goroutines is kept (a reader not scheduled).
 	slowOutput func()
 	// slowKill, when set (by tests), runs when an exec's wait has taken the
 	// time to kill a command's group after its grace, before it does: the
 	// wait's goroutine not scheduled for a while, as on a loaded host.
 	slowKill func()
+	// goroutineWait, when set (by tests), makes an exec wait for its
+	// command with goroutines (watchGoroutines), as on a kernel that gives
+	// no pidfd or epoll instance.
+	goroutineWait bool
 }
 
 // RunAs says how commands drop to the sandbox user.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +48,12 @@ import (
 // kubelet leaves them: only the keys its items name (all without items),
 // owned by root, in the mode of the item or of defaultMode, with the
 // fsGroup as their group and group read added for it.
+//
+// A mount inside /proc is a runtime's: one runc would refuse (anything
+// but the files lxcfs stands in for, runcProcMounts) fails the pod, as
+// runc fails its container; as root, the others (the file a subPath
+// names in its volume) are bound read-only over their place in a mount
+// namespace the process starts in, so a command sees them in /proc.
 //
 // As root, each pod's process runs in a cgroup of its own, as a
 // container does: boxkite/kubetest-UID below the test's own cgroup in
@@ -377,10 +384,18 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 	dir := filepath.Join(k.dir, pod.Name+"-"+string(pod.UID))
 	ids := podIDs(pod)
 	mounts := map[string]string{} // mount path → host dir
+	binds := map[string]string{}  // a file of /proc → the host file bound over it
 	for _, m := range ctr.VolumeMounts {
 		host := filepath.Join(dir, m.Name)
 		if err := k.volume(pod, m.Name, host, ids); err != nil {
 			return nil, err
+		}
+		if inProc(m.MountPath) {
+			if !slices.Contains(runcProcMounts, m.MountPath) {
+				return nil, fmt.Errorf("mount %s: %q cannot be mounted because it is inside /proc (runc allows only %v)", m.Name, m.MountPath, runcProcMounts)
+			}
+			binds[m.MountPath] = filepath.Join(host, m.SubPath)
+			continue
 		}
 		mounts[m.MountPath] = host
 	}
@@ -430,7 +445,14 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 			return nil, fmt.Errorf("start container: %w", err)
 		}
 	}
-	err = cmd.Start()
+	p := &podProc{name: pod.Name, ip: ip, cmd: cmd, dir: dir, cg: cg, exit: make(chan struct{}), logf: k.logf}
+	if os.Geteuid() != 0 {
+		binds = nil // no mount namespace to bind them in: the host's /proc shows through
+	}
+	err = startAndWait(cmd, binds, func() {
+		log.Close()
+		close(p.exit)
+	})
 	if placed != nil {
 		placed()
 	}
@@ -439,13 +461,70 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 		_ = cg.Remove(context.Background())
 		return nil, fmt.Errorf("start container: %w", err)
 	}
-	p := &podProc{name: pod.Name, ip: ip, cmd: cmd, dir: dir, cg: cg, exit: make(chan struct{}), logf: k.logf}
-	go func() {
-		_ = cmd.Wait()
-		log.Close()
-		close(p.exit)
-	}()
 	return p, nil
+}
+
+// runcProcMounts are the only places inside /proc runc lets a container
+// mount something (checkProcMount: files lxcfs stands in for); a mount
+// anywhere else there fails the container's start.
+var runcProcMounts = []string{
+	"/proc/cpuinfo", "/proc/diskstats", "/proc/meminfo", "/proc/stat", "/proc/swaps",
+	"/proc/uptime", "/proc/loadavg", "/proc/slabinfo", "/proc/net/dev",
+	"/proc/sys/kernel/ns_last_pid", "/proc/sys/crypto/fips_enabled",
+}
+
+func inProc(path string) bool { return path == "/proc" || strings.HasPrefix(path, "/proc/") }
+
+// startAndWait starts cmd, then waits for it in the background and calls
+// exited. With binds (a file of /proc → the host file a runtime would
+// mount there, read-only) the process starts in a mount namespace of its
+// own, made on a thread locked to the goroutine that then waits: that
+// thread is the process's parent, whose end would deliver its Pdeathsig,
+// so it lives until the process ends, and ends with its goroutine (never
+// unlocked: its mount namespace is not the test's).
+func startAndWait(cmd *exec.Cmd, binds map[string]string, exited func()) error {
+	if len(binds) == 0 {
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		go func() {
+			_ = cmd.Wait()
+			exited()
+		}()
+		return nil
+	}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		err := startInMountNS(cmd, binds)
+		started <- err
+		if err == nil {
+			_ = cmd.Wait()
+			exited()
+		}
+	}()
+	return <-started
+}
+
+// startInMountNS moves the calling thread, locked, to a new mount
+// namespace (nothing propagating back), binds each file over its place
+// in /proc read-only, and starts cmd there.
+func startInMountNS(cmd *exec.Cmd, binds map[string]string) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("mount namespace: %w", err)
+	}
+	for dst, src := range binds {
+		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mount %s on %s: %w", src, dst, err)
+		}
+		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("mount %s read-only: %w", dst, err)
+		}
+	}
+	return cmd.Start()
 }
 
 // podLimits are the cgroup limits a kubelet gives pod's cgroup

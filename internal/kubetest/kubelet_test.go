@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -157,5 +158,45 @@ func TestPodStartsInItsCgroup(t *testing.T) {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("the pod's cgroup %s outlived it (%v)", d, err)
 		}
+	}
+}
+
+// TestProcMounts: a pod's mount over a file of /proc that runc allows
+// shows in its process's /proc, read-only, and not in the test's; one
+// runc refuses fails the pod's start as runc fails the container's.
+func TestProcMounts(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("CI") == "" { // CI runs as root
+		t.Skip("the test kubelet mounts over /proc as root only")
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", "wc -c </proc/diskstats; echo x >/proc/diskstats 2>/dev/null || echo read-only")
+	var out strings.Builder
+	cmd.Stdout = &out
+	exited := make(chan struct{})
+	if err := startAndWait(cmd, map[string]string{"/proc/diskstats": empty}, func() { close(exited) }); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	if got := out.String(); got != "0\nread-only\n" {
+		t.Errorf("the pod's /proc/diskstats: %q, want empty and read-only", got)
+	}
+	if b, err := os.ReadFile("/proc/diskstats"); err != nil || len(b) == 0 {
+		t.Errorf("the test's /proc/diskstats: %d bytes, %v; want the host's", len(b), err)
+	}
+
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{
+			Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 8443}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "m", MountPath: "/proc/partitions", SubPath: "empty"}},
+		}},
+		Volumes: []corev1.Volume{{Name: "m", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+	}}
+	pod.Name, pod.UID = "refused", "u1"
+	k := &Kubelet{dir: t.TempDir(), sidecar: "/bin/true", logf: t.Logf}
+	if _, err := k.launch(pod); err == nil || !strings.Contains(err.Error(), "inside /proc") {
+		t.Errorf("a pod mounting /proc/partitions: %v, want runc's refusal", err)
 	}
 }

@@ -40,6 +40,7 @@ const (
 	DefaultStorageGB    = 5
 	DefaultTmpSize      = "1Gi"
 	DefaultReadyTimeout = 2 * time.Minute
+	DefaultLostSweep    = 30 * time.Second
 )
 
 // Config configures the kube driver.
@@ -91,6 +92,11 @@ type Config struct {
 	// Kata, keeps a kernel of its own anyway).
 	HostUsers bool
 
+	// LostSweep is how often the server compares its active sandboxes
+	// with the pods (model.LossSweeper): the losses a stalled watch of
+	// them missed. 0 means DefaultLostSweep; negative, never.
+	LostSweep time.Duration
+
 	// PauseCopiedForTests, when set, runs in Pause once sandbox id's
 	// workspace is copied out, before its pod is marked paused and
 	// deleted: a test holds a pause there (a pause on one server while
@@ -129,6 +135,7 @@ func New(client kubernetes.Interface, cfg Config) (*Driver, error) {
 	cfg.TmpSize = cmp.Or(cfg.TmpSize, DefaultTmpSize)
 	cfg.ReadyTimeout = cmp.Or(cfg.ReadyTimeout, DefaultReadyTimeout)
 	cfg.PoolMaxAge = cmp.Or(cfg.PoolMaxAge, 6*time.Hour)
+	cfg.LostSweep = cmp.Or(cfg.LostSweep, DefaultLostSweep)
 	if cfg.Sizes == nil {
 		cfg.Sizes = DefaultSizes()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,6 +102,41 @@ func (d *Driver) WatchLost(ctx context.Context, lost func(id string)) error {
 				}
 			}
 		}
+	}
+}
+
+var _ model.LossSweeper = (*Driver)(nil)
+
+// LossSweepInterval implements model.LossSweeper: Config.LostSweep.
+func (d *Driver) LossSweepInterval() time.Duration { return d.cfg.LostSweep }
+
+// livePageSize is how many pods one page of Live's list holds.
+const livePageSize = 500
+
+// Live implements model.LossSweeper: the sandboxes whose bound pod runs
+// or is starting (not deleted, not stopped), by their sandbox label, from
+// a list of the bound pods in pages of livePageSize. A paused sandbox has
+// none; the server sweeps only active ones.
+func (d *Driver) Live(ctx context.Context) (map[string]bool, error) {
+	sel := labels.Set{LabelManagedBy: ManagedBy, LabelState: StateBound}.String()
+	pods := d.client.CoreV1().Pods(d.cfg.Namespace)
+	live := map[string]bool{}
+	opts := metav1.ListOptions{LabelSelector: sel, Limit: livePageSize}
+	for {
+		list, err := pods.List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list sandbox pods: %w", err)
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			if id := p.Labels[LabelSandbox]; id != "" && p.DeletionTimestamp == nil && !stopped(p) {
+				live[id] = true
+			}
+		}
+		if list.Continue == "" {
+			return live, nil
+		}
+		opts.Continue = list.Continue
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -139,5 +141,115 @@ func TestLostAfterWatchGap(t *testing.T) {
 			t.Fatal(err)
 		}
 		lost(t, "the resumed sandbox whose pod went", sb.ID)
+	})
+}
+
+// watchFreezer holds back what watches of the API server send while it
+// is frozen, as a watch sitting on a dead connection does: its events
+// neither arrive nor fail (client-go's health check ends such a
+// connection 30 to 45 s in). Other requests go through.
+type watchFreezer struct {
+	mu     sync.Mutex
+	thawed chan struct{} // closed while not frozen
+}
+
+func newWatchFreezer() *watchFreezer {
+	f := &watchFreezer{thawed: make(chan struct{})}
+	close(f.thawed)
+	return f
+}
+
+func (f *watchFreezer) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-f.thawed:
+		f.thawed = make(chan struct{})
+	default:
+	}
+}
+
+func (f *watchFreezer) thaw() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-f.thawed:
+	default:
+		close(f.thawed)
+	}
+}
+
+func (f *watchFreezer) wait() {
+	f.mu.Lock()
+	thawed := f.thawed
+	f.mu.Unlock()
+	<-thawed
+}
+
+// wrap is a rest.Config's WrapTransport: the body of each watch's answer
+// keeps what it read while frozen until the thaw.
+func (f *watchFreezer) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil && req.URL.Query().Get("watch") == "true" {
+			resp.Body = &frozenBody{ReadCloser: resp.Body, f: f}
+		}
+		return resp, err
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (fn roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return fn(req) }
+
+type frozenBody struct {
+	io.ReadCloser
+	f *watchFreezer
+}
+
+func (b *frozenBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.f.wait()
+	return n, err
+}
+
+// TestLostInWatchStall: a sandbox created and then gone while the
+// server's watch of the pods is stalled (a dead connection, which sends
+// nothing and fails only once client-go's health check ends it) is
+// marked lost by the sweep of active sandboxes against the pods, the
+// watch still stalled. The watch alone never told: no event came, and
+// the list its next start makes never had the pod, so the sandbox stayed
+// active, with no pod, until the server restarted.
+func TestLostInWatchStall(t *testing.T) {
+	e := newEnv(t, kube.Config{LostSweep: 200 * time.Millisecond})
+	f := newWatchFreezer()
+	f.freeze() // from the start: the server's first watch is stalled too
+	t.Cleanup(f.thaw)
+	cfg := rest.CopyConfig(e.cluster.Config)
+	cfg.Wrap(f.wrap)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := e.cluster.Client
+	through := *e.cluster
+	through.Client = cs // the control plane's client; the kubelet keeps its own
+	e.cluster = &through
+	e.start(t)
+	ctx := context.Background()
+	c := e.client()
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CoreV1().Pods(e.ns).Delete(ctx, "sbx-"+sb.ID, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the sandbox whose pod went in the watch's stall to be marked lost", func() bool {
+		got, err := c.Sandbox(ctx, sb.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Status == api.StatusLost
 	})
 }

@@ -40,7 +40,21 @@ const (
 	// the pod mounts, which only a claim accepts (see secret).
 	tokenKey     = "token"
 	bootTokenKey = "boot-token"
+	// emptyKey is an empty file the pod mounts over the files of /proc it
+	// must not show (procMasked).
+	emptyKey = "empty"
 )
+
+// procMasked are the files of /proc a sandbox pod gets an empty file
+// over, on top of the runtime's default masks (which leave them):
+// /proc/diskstats lists the node's block devices with their I/O counters,
+// every other pod's disk writes as they happen (docs/security.md, finding
+// 32). It is the only one of the local jail's extra masks a pod can have:
+// runc refuses a mount anywhere else inside /proc (its lxcfs allow-list:
+// cpuinfo, diskstats, meminfo, stat, swaps, uptime, loadavg, slabinfo,
+// net/dev and two sysctls), so /proc/partitions and /proc/pressure stay,
+// and the pod would not start.
+var procMasked = []string{"/proc/diskstats"}
 
 // Size is a preset's resources for the sidecar container, which runs every
 // command of the sandbox, so its limits are the sandbox's budget.
@@ -97,7 +111,10 @@ func (d *Driver) labels(p podPlan) map[string]string {
 // where an older server (a rolling upgrade) looks for a warm pod's pool
 // token to claim it with.
 func (d *Driver) secret(p podPlan, token, boot string, c *certPair) *corev1.Secret {
-	data := map[string][]byte{bootTokenKey: []byte(boot), tokenKey: []byte(cmp.Or(token, boot)), "tls.crt": c.certPEM, "tls.key": c.keyPEM}
+	data := map[string][]byte{
+		bootTokenKey: []byte(boot), tokenKey: []byte(cmp.Or(token, boot)), "tls.crt": c.certPEM, "tls.key": c.keyPEM,
+		emptyKey: {},
+	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: secretName(p.name), Namespace: d.cfg.Namespace, Labels: d.labels(p)},
 		Type:       corev1.SecretTypeOpaque,
@@ -272,6 +289,9 @@ func (d *Driver) podVolumes(p podPlan) ([]corev1.Volume, []corev1.VolumeMount) {
 			Items: []corev1.KeyToPath{{Key: bootTokenKey, Path: bootTokenKey}, {Key: "tls.crt", Path: "tls.crt"}, {Key: "tls.key", Path: "tls.key"}},
 		}}},
 	}
+	if d.cfg.RuntimeClassName == "" {
+		volumes, mounts = maskProc(volumes, mounts, secretName(p.name))
+	}
 	for i, v := range p.volumes {
 		name := "vol-" + strconv.Itoa(i)
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
@@ -281,6 +301,22 @@ func (d *Driver) podVolumes(p podPlan) ([]corev1.Volume, []corev1.VolumeMount) {
 		if rest, ok := strings.CutPrefix(v.Path, "/workspace/"); ok {
 			mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: "/home/user/" + rest})
 		}
+	}
+	return volumes, mounts
+}
+
+// maskProc adds the mounts of an empty file (the Secret's emptyKey) over
+// procMasked. Only on the cluster's default runtime, which shares the
+// node's kernel: a RuntimeClass is there for a sandboxed one with a
+// kernel of its own (gVisor's /proc has no diskstats, where a mount could
+// not be made; a Kata VM's lists the VM's disks).
+func maskProc(volumes []corev1.Volume, mounts []corev1.VolumeMount, secret string) ([]corev1.Volume, []corev1.VolumeMount) {
+	volumes = append(volumes, corev1.Volume{Name: "masks", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secret, DefaultMode: ptr(int32(0o444)),
+		Items: []corev1.KeyToPath{{Key: emptyKey, Path: emptyKey}},
+	}}})
+	for _, path := range procMasked {
+		mounts = append(mounts, corev1.VolumeMount{Name: "masks", MountPath: path, SubPath: emptyKey, ReadOnly: true})
 	}
 	return volumes, mounts
 }

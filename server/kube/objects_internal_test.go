@@ -2,9 +2,11 @@ package kube
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -56,5 +58,48 @@ func TestClaimable(t *testing.T) {
 	}
 	if again := claimable(got); !slices.Equal(again.Containers[0].Args, got.Containers[0].Args) {
 		t.Errorf("claimable twice = %v", again.Containers[0].Args)
+	}
+}
+
+// TestProcMasked: on the cluster's default runtime a pod mounts its
+// Secret's empty file over /proc/diskstats, read-only, and the Secret has
+// it; with a RuntimeClass (a kernel of the runtime's own) it mounts
+// nothing inside /proc.
+func TestProcMasked(t *testing.T) {
+	for _, class := range []string{"", "gvisor"} {
+		d, _ := newFakeDriver(t, Config{RuntimeClassName: class})
+		pod, err := d.pod(podPlan{name: "sbx-x", sandbox: "x", size: api.SizeSmall})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inProc []corev1.VolumeMount
+		for _, m := range pod.Spec.Containers[0].VolumeMounts {
+			if strings.HasPrefix(m.MountPath, "/proc") {
+				inProc = append(inProc, m)
+			}
+		}
+		if class != "" {
+			if len(inProc) != 0 {
+				t.Errorf("runtime class %s: mounts in /proc %+v, want none", class, inProc)
+			}
+			continue
+		}
+		want := []corev1.VolumeMount{{Name: "masks", MountPath: "/proc/diskstats", SubPath: emptyKey, ReadOnly: true}}
+		if !cmp.Equal(inProc, want) {
+			t.Errorf("mounts in /proc = %+v, want %+v", inProc, want)
+		}
+		var masks *corev1.SecretVolumeSource
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == "masks" {
+				masks = v.Secret
+			}
+		}
+		if masks == nil || masks.SecretName != secretName("sbx-x") || !cmp.Equal(masks.Items, []corev1.KeyToPath{{Key: emptyKey, Path: emptyKey}}) {
+			t.Errorf("masks volume = %+v, want the pod's Secret's %s", masks, emptyKey)
+		}
+		sec := d.secret(podPlan{name: "sbx-x"}, "t", "b", &certPair{})
+		if v, ok := sec.Data[emptyKey]; !ok || len(v) != 0 {
+			t.Errorf("secret's %s = %q (present %v), want empty", emptyKey, v, ok)
+		}
 	}
 }

@@ -249,6 +249,19 @@ type LossWatcher interface {
 	WatchLost(ctx context.Context, lost func(id string)) error
 }
 
+// A LossSweeper is a LossWatcher whose watch can miss a loss: a watch
+// that sits on a dead connection (client-go's, 30 to 45 s before its
+// health check ends it) sends nothing, and a sandbox started and gone
+// within the stall is in no list the next watch starts from. Every
+// LossSweepInterval the server compares its active sandboxes with Live
+// and handles each one the substrate lacks as if the watch had reported
+// it.
+type LossSweeper interface {
+	LossSweepInterval() time.Duration
+	// Live returns the ids of the sandboxes that run or are starting.
+	Live(ctx context.Context) (map[string]bool, error)
+}
+
 // A LossGracer is a LossWatcher that says how long its reports wait
 // before a sandbox is marked lost, instead of the server's default grace: the local driver
 // stops watching a sandbox before it deletes it, so its reports need none.

@@ -36,19 +36,73 @@ func (s *Service) WatchLost(ctx context.Context) {
 			pending <- struct{}{}
 		}
 	}()
+	report := func(id string) {
+		pending <- struct{}{}
+		go func() {
+			defer func() { <-pending }()
+			s.markLost(ctx, id, grace)
+		}()
+	}
+	if sw, ok := d.(model.LossSweeper); ok {
+		swept := make(chan struct{})
+		defer func() { <-swept }()
+		go func() {
+			defer close(swept)
+			s.sweepLost(ctx, sw, report)
+		}()
+	}
 	for ctx.Err() == nil {
-		err := lw.WatchLost(ctx, func(id string) {
-			pending <- struct{}{}
-			go func() {
-				defer func() { <-pending }()
-				s.markLost(ctx, id, grace)
-			}()
-		})
+		err := lw.WatchLost(ctx, report)
 		if err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "watch for lost sandboxes", "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// sweepLost reports, every sw.LossSweepInterval until ctx is done, each
+// active sandbox the driver's substrate lacks (model.LossSweeper): the
+// losses a stalled watch missed. The rows are read before the driver's
+// list, so every one of them had its pod before the list began (a row is
+// active once its create returned); markLost decides each under its
+// lifecycle lock, after the grace a deletion by a server needs to be
+// recorded, and asks the driver again.
+func (s *Service) sweepLost(ctx context.Context, sw model.LossSweeper, report func(id string)) {
+	every := sw.LossSweepInterval()
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		active, err := s.store.SandboxesWithStatus(ctx, api.StatusActive)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.WarnContext(ctx, "sweep for lost sandboxes: list active sandboxes", "err", err)
+			}
+			continue
+		}
+		if len(active) == 0 {
+			continue
+		}
+		live, err := sw.Live(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.WarnContext(ctx, "sweep for lost sandboxes", "err", err)
+			}
+			continue
+		}
+		for _, sb := range active {
+			if !live[sb.ID] && sb.Destroying == "" {
+				report(sb.ID)
 			}
 		}
 	}

@@ -163,23 +163,8 @@ func (b *builder) placeProc() error {
 	if err != nil {
 		return err
 	}
-	for _, name := range procMasked {
-		p := filepath.Join(proc, name)
-		if _, err := os.Lstat(p); err != nil {
-			continue
-		}
-		err := unix.MoveMount(b.devNull, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
-		_ = unix.Close(b.devNull)
-		b.devNull = -1
-		if err != nil {
-			return fmt.Errorf("mask /proc/%s: %w", name, err)
-		}
-		// The detached tree is used up; clone another /dev/null for the next.
-		t, err := cloneTree(unix.AT_FDCWD, p, p, maskAttrs, false)
-		if err != nil {
-			return err
-		}
-		b.devNull = t.fd
+	if err := b.maskProcFiles(proc); err != nil {
+		return err
 	}
 	if err := b.maskProcDirs(proc); err != nil {
 		return err
@@ -198,6 +183,37 @@ func (b *builder) placeProc() error {
 		if err != nil {
 			return fmt.Errorf("make /proc/%s read-only: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// maskProcFiles covers the procMasked files that exist with a read-only
+// /dev/null: b.devNull, a detached clone, moved onto the first, then a
+// clone of the mask placed last for each next one. A clone is made only
+// when a file needs it: one closed while still detached is dissolved by
+// the kernel, and that unmount waits an RCU grace period (expedited) on
+// the jail's way to /health (bench/issue27/session29-perf29.md).
+func (b *builder) maskProcFiles(proc string) error {
+	last := ""
+	for _, name := range procMasked {
+		p := filepath.Join(proc, name)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if b.devNull < 0 {
+			t, err := cloneTree(unix.AT_FDCWD, last, last, maskAttrs, false)
+			if err != nil {
+				return err
+			}
+			b.devNull = t.fd
+		}
+		err := unix.MoveMount(b.devNull, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		_ = unix.Close(b.devNull)
+		b.devNull = -1
+		if err != nil {
+			return fmt.Errorf("mask /proc/%s: %w", name, err)
+		}
+		last = p
 	}
 	return nil
 }
