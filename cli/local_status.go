@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -11,8 +12,14 @@ import (
 
 // serverStatus is the JSON shape of `boxkite status`.
 type serverStatus struct {
-	Context         string `json:"context"` // the context in use: local, hosted or an added one
-	Mode            string `json:"mode"`    // local (a server on this machine) or hosted
+	Context string `json:"context"` // the context chosen: local, hosted or an added one
+	// URLSource and KeySource say where the URL and the key come from:
+	// "file PATH" (the context's), "env BOXKITE_URL", "flag --url",
+	// "default". Either from the environment or a flag means the context
+	// is not (wholly) what is used, as gh says of GH_HOST and GH_TOKEN.
+	URLSource       string `json:"url_source"`
+	KeySource       string `json:"key_source"`
+	Mode            string `json:"mode"` // local (a server on this machine) or hosted
 	URL             string `json:"url"`
 	PID             int    `json:"pid,omitempty"` // local mode, when running
 	Running         bool   `json:"running"`       // local: the process exists; hosted: the server answered
@@ -38,8 +45,10 @@ func newStatusCmd(app *App) *cobra.Command {
   boxkite --context staging status`,
 		Long: `Show the context in use ('boxkite context ls'), its server (the URL, and for
 the local stack its process), the bastion's address for ssh, whether the
-server is ready and how many sandboxes are active. Exits 1 when the server is
-not ready, so scripts can ask it.`,
+server is ready and how many sandboxes are active. When BOXKITE_URL or
+BOXKITE_API_KEY (or --url, --api-key) override the context's URL or key,
+the context line says so, as does the TUI's title. Exits 1 when the server
+is not ready, so scripts can ask it.`,
 		GroupID: groupLocal,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -76,11 +85,14 @@ func collectStatus(ctx context.Context, app *App) (serverStatus, error) {
 	if err != nil {
 		return serverStatus{}, err
 	}
-	st := serverStatus{Context: cfg.Context, Mode: "hosted", URL: cfg.BaseURL}
+	st := serverStatus{
+		Context: cfg.Context, Mode: "hosted", URL: cfg.BaseURL,
+		URLSource: cfg.Sources[keyBaseURL], KeySource: cfg.Sources[keyAPIKey],
+	}
 	if cfg.Local {
 		st.Mode = "local"
 	}
-	if cfg.Local && cfg.Context == contextLocal {
+	if cfg.Context == contextLocal && cfg.localStack() {
 		// The stack up starts: its processes are this machine's to show.
 		p := pathsFor(cfg.Home)
 		pid, err := runningServer(p)
@@ -116,10 +128,10 @@ func collectStatus(ctx context.Context, app *App) (serverStatus, error) {
 
 func writeStatus(app *App, st serverStatus) error {
 	tw := newTable(app.IO.Out)
-	fmt.Fprintf(tw, "context:\t%s\n", st.Context)
+	fmt.Fprintf(tw, "context:\t%s\n", contextLabel(st.Context, st.URLSource, st.KeySource))
 	fmt.Fprintf(tw, "mode:\t%s\n", st.Mode)
 	fmt.Fprintf(tw, "url:\t%s\n", st.URL)
-	if st.Mode == "local" && st.Context == contextLocal {
+	if st.localStack() {
 		server := "not running"
 		if st.PID != 0 {
 			server = fmt.Sprintf("running (pid %d)", st.PID)
@@ -155,8 +167,43 @@ func writeStatus(app *App, st serverStatus) error {
 			return err
 		}
 	}
-	if st.Mode == "local" && st.Context == contextLocal && !st.Ready && st.PID == 0 {
+	if st.localStack() && !st.Ready && st.PID == 0 {
 		fmt.Fprintln(app.IO.ErrOut, "hint: run 'boxkite up' to start the local server")
 	}
 	return nil
+}
+
+// localStack reports whether the status is of the stack 'boxkite up'
+// runs, not of a server BOXKITE_URL or --url names instead.
+func (st serverStatus) localStack() bool {
+	_, over := overriddenBy(st.URLSource)
+	return st.Mode == "local" && st.Context == contextLocal && !over
+}
+
+// contextLabel names the context as status and the TUI show it: with the
+// environment variables or flags that override its URL or key, so that
+// BOXKITE_URL pointing elsewhere does not read as the context in use.
+func contextLabel(name, urlSource, keySource string) string {
+	var over []string
+	for _, o := range []struct{ what, src string }{{"url", urlSource}, {"key", keySource}} {
+		if v, ok := overriddenBy(o.src); ok {
+			over = append(over, o.what+" from "+v)
+		}
+	}
+	switch len(over) {
+	case 0:
+		return name
+	case 2:
+		return name + " (not in use: " + strings.Join(over, ", ") + ")"
+	}
+	return name + " (" + over[0] + ")"
+}
+
+// overriddenBy reports the variable or flag a configuration source names
+// when it is one ("env BOXKITE_URL" → BOXKITE_URL, "flag --url" → --url).
+func overriddenBy(src string) (string, bool) {
+	if v, ok := strings.CutPrefix(src, "env "); ok {
+		return v, true
+	}
+	return strings.CutPrefix(src, "flag ")
 }

@@ -10,6 +10,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 )
@@ -280,13 +281,18 @@ func compactDuration(d time.Duration) string {
 	return s
 }
 
-// truncate cuts s to at most n runes, marking the cut with "…".
+// truncate cuts s to at most n terminal cells, marking the cut with "…".
+// Width, not runes: a wide character (CJK, emoji) takes two cells, and a
+// cut by runes would overflow its column. A column of width 0 or less
+// holds nothing, not even the mark.
 func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
+	if n <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) <= n {
 		return s
 	}
-	return string(r[:n-1]) + "…"
+	return ansi.Truncate(s, n, "…")
 }
 
 // jsonOut is out when asJSON, else nil: helpers that print either way

@@ -81,7 +81,7 @@ func templateFuncs(run *templateRun) template.FuncMap {
 			}
 			return strings.Join(strs, sep)
 		},
-		"truncate": func(n int, v any) string { return truncate(templateText(v), max(n, 1)) },
+		"truncate": func(n int, v any) string { return truncate(templateText(v), n) },
 		"hyperlink": func(link, text string) string {
 			if run == nil || !run.stdio.Color {
 				return text
@@ -198,7 +198,7 @@ Template helpers, as in gh:
   autocolor STYLE TEXT the same
   pluck FIELD LIST     a field of each object of a list
   join SEP LIST        join a list with a separator
-  truncate N TEXT      cut to N characters with "…"
+  truncate N TEXT      cut to N columns with "…" (nothing when N ≤ 0)
   hyperlink URL TEXT   a terminal hyperlink (plain text when piped)
   json VALUE           a value as compact JSON
 

@@ -46,7 +46,7 @@ func runTUI(ctx context.Context, app *App) error {
 	if err != nil {
 		return err
 	}
-	m := tui.New(tui.Options{Source: tuiSource{Client: c, ctx: ctx}, Color: app.IO.Color, Output: app.IO.Out, Context: cfg.Context, Organization: cfg.OrgName})
+	m := tui.New(tui.Options{Source: tuiSource{Client: c, ctx: ctx}, Color: app.IO.Color, Output: app.IO.Out, Context: contextLabel(cfg.Context, cfg.Sources[keyBaseURL], cfg.Sources[keyAPIKey]), Organization: cfg.OrgName})
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithAltScreen(),
 		tea.WithInput(app.IO.In), tea.WithOutput(app.IO.Out))
 	if _, err := p.Run(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
 )
 
 // apiPath returns the API path a /ui/api/ path stands for: /ui/api/v1/…
@@ -54,7 +55,10 @@ func (c *Console) proxyAPI(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	in := r.Clone(r.Context())
+	// A stream cut by the key's revocation or expiry (sign-out elsewhere,
+	// the session's end) tells the browser user to sign in again, not
+	// to run the CLI's commands.
+	in := r.Clone(authz.WithReauthHint(r.Context(), consoleKeyHint))
 	in.URL.Path = path
 	in.URL.RawPath = ""
 	if raw, ok := apiPath(r.URL.RawPath); ok {

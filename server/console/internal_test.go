@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
 )
 
 // TestProxyRewrites: what reaches the API from /ui/api/ is the API path
@@ -266,5 +268,43 @@ func TestDeadKeyHint(t *testing.T) {
 		if diff := cmp.Diff(in, out); diff != "" {
 			t.Errorf("%s: envelope (-want +got):\n%s", tc.name, diff)
 		}
+	}
+}
+
+// TestStreamEndedHint: a stream the API cuts because the session's key was
+// revoked or expired while it ran tells the browser user to sign in again,
+// not the CLI's `boxkite login`; a demotion keeps its own hint.
+func TestStreamEndedHint(t *testing.T) {
+	s := session{keyID: "k1", key: "bxk_live_secret"}
+	for _, tc := range []struct {
+		name  string
+		cause error
+		want  string
+	}{
+		{"revoked", authz.ErrCredentialRevoked, consoleKeyHint},
+		{"expired", authz.ErrCredentialExpired, consoleKeyHint},
+		{"demoted", authz.ErrCredentialDemoted, authz.ErrStreamDemoted.Hint},
+	} {
+		var got *api.Error
+		c, err := New(Config{API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithCancelCause(r.Context())
+			cancel(tc.cause) // as the revoker cancels a request of the key
+			got = authz.StreamEnded(ctx)
+		})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("GET", "/ui/api/v1/sandboxes/sb1/exec/stream", nil)
+		req.AddCookie(&http.Cookie{Name: CookieName, Value: s.cookieValue()})
+		c.ServeHTTP(httptest.NewRecorder(), req)
+		if got == nil || got.Hint != tc.want {
+			t.Errorf("%s: stream ended with %+v, want hint %q", tc.name, got, tc.want)
+		}
+	}
+	// The API's own clients keep the CLI's hint.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(authz.ErrCredentialExpired)
+	if got := authz.StreamEnded(ctx); got.Hint != authz.ErrStreamExpired.Hint {
+		t.Errorf("outside the console: hint %q, want %q", got.Hint, authz.ErrStreamExpired.Hint)
 	}
 }

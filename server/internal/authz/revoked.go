@@ -67,11 +67,34 @@ var ErrStreamDemoted = &api.Error{
 func StreamEnded(ctx context.Context) *api.Error {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, ErrCredentialExpired):
-		return ErrStreamExpired
+		return withReauthHint(ctx, ErrStreamExpired)
 	case errors.Is(cause, ErrCredentialDemoted):
 		return ErrStreamDemoted
 	}
-	return ErrStreamRevoked
+	return withReauthHint(ctx, ErrStreamRevoked)
+}
+
+// reauthKey is the context key of WithReauthHint's hint.
+type reauthKey struct{}
+
+// WithReauthHint marks ctx as a request of a client whose credential is
+// not the person's own to replace: the web console's session key, which
+// the browser user never saw. A revoked or expired credential is then
+// answered with hint (sign in again there) in place of the CLI's
+// (`boxkite keys create`, `boxkite login`).
+func WithReauthHint(ctx context.Context, hint string) context.Context {
+	return context.WithValue(ctx, reauthKey{}, hint)
+}
+
+// withReauthHint is e with ctx's WithReauthHint hint, or e when it has none.
+func withReauthHint(ctx context.Context, e *api.Error) *api.Error {
+	hint, ok := ctx.Value(reauthKey{}).(string)
+	if !ok {
+		return e
+	}
+	c := *e
+	c.Hint = hint
+	return &c
 }
 
 // RequestEnded is the answer to a request that failed because its ctx
@@ -86,11 +109,11 @@ func RequestEnded(ctx context.Context, err error) *api.Error {
 	case !errors.Is(cause, ErrCredentialRevoked):
 		return nil
 	case errors.Is(cause, ErrCredentialExpired):
-		return &api.Error{
+		return withReauthHint(ctx, &api.Error{
 			Status: http.StatusUnauthorized, Code: api.CodeInvalidAPIKey,
 			Message: "the API key of this request expired while it ran; it stopped here",
 			Hint:    "what it did before is in the audit log; make a new key with `boxkite keys create`, or sign in again with `boxkite login`",
-		}
+		})
 	case errors.Is(cause, ErrCredentialDemoted):
 		return &api.Error{
 			Status: http.StatusForbidden, Code: api.CodeForbidden,
@@ -98,11 +121,11 @@ func RequestEnded(ctx context.Context, err error) *api.Error {
 			Hint:    "what it did before is in the audit log; retry as a member's key may, or ask an owner for the admin role",
 		}
 	}
-	return &api.Error{
+	return withReauthHint(ctx, &api.Error{
 		Status: http.StatusUnauthorized, Code: api.CodeInvalidAPIKey,
 		Message: "the credential of this request was revoked while it ran; it stopped here",
 		Hint:    "what it did before is in the audit log; use a valid key",
-	}
+	})
 }
 
 // SessionEndReason is the close reason of a terminal session (a
