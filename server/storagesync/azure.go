@@ -99,20 +99,8 @@ func containerURL(c Config) string {
 
 func (b *azureBackend) Kind() string { return "azure" }
 
-// Azure takes a '\' in a blob name for a '/' (the service and Azurite
-// alike): a workspace file "a\b" was stored as the blob "a/b", over the
-// file "a/b"'s, listed under the other name, and found missing (so
-// uploaded again) by every check of the bucket. A key's '\' is stored as
-// "%5C", and its '%' as "%25" so that every name maps back.
-
-// blobName is the blob that holds key.
-func blobName(key string) string { return strings.NewReplacer("%", "%25", `\`, "%5C").Replace(key) }
-
-// blobKey is the key a blob holds: blobName reversed.
-func blobKey(name string) string { return strings.NewReplacer("%25", "%", "%5C", `\`).Replace(name) }
-
 func (b *azureBackend) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	bb := b.cl.NewBlockBlobClient(blobName(key))
+	bb := b.cl.NewBlockBlobClient(key)
 	var err error
 	if rs, ok := r.(io.ReadSeeker); ok && size >= 0 && size <= 8<<20 {
 		_, err = bb.Upload(ctx, streaming.NopCloser(rs), nil) // one Put Blob request
@@ -126,7 +114,7 @@ func (b *azureBackend) Put(ctx context.Context, key string, r io.Reader, size in
 }
 
 func (b *azureBackend) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	resp, err := b.cl.NewBlobClient(blobName(key)).DownloadStream(ctx, nil)
+	resp, err := b.cl.NewBlobClient(key).DownloadStream(ctx, nil)
 	if err != nil {
 		if bloberror.HasCode(err, bloberror.BlobNotFound) {
 			return nil, ErrNotFound
@@ -137,7 +125,7 @@ func (b *azureBackend) Get(ctx context.Context, key string) (io.ReadCloser, erro
 }
 
 func (b *azureBackend) Delete(ctx context.Context, key string) error {
-	_, err := b.cl.NewBlobClient(blobName(key)).Delete(ctx, nil)
+	_, err := b.cl.NewBlobClient(key).Delete(ctx, nil)
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
 		return fmt.Errorf("delete %s: %w", key, b.terse(err))
 	}
@@ -145,14 +133,14 @@ func (b *azureBackend) Delete(ctx context.Context, key string) error {
 }
 
 func (b *azureBackend) List(ctx context.Context, prefix string, fn func(Object) error) error {
-	pager := b.cl.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: to.Ptr(blobName(prefix))})
+	pager := b.cl.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: to.Ptr(prefix)})
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", prefix, b.terse(err))
 		}
 		for _, it := range page.Segment.BlobItems {
-			o := Object{Key: blobKey(*it.Name)}
+			o := Object{Key: *it.Name}
 			if p := it.Properties; p != nil {
 				if p.ContentLength != nil {
 					o.Size = *p.ContentLength

@@ -33,20 +33,3 @@ func TestTerseAzure(t *testing.T) {
 		t.Error("another error was changed")
 	}
 }
-
-// FuzzBlobName: every key maps to a blob name without '\' (which Azure
-// reads as '/') and back to itself, so two keys never share a blob.
-func FuzzBlobName(f *testing.F) {
-	for _, s := range []string{`a\b`, "a/b", "%", "%5C", `%5C\`, "%25", "p%20q%zz", "", "%%5c"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, key string) {
-		name := blobName(key)
-		if strings.Contains(name, `\`) {
-			t.Errorf("blobName(%q) = %q holds a backslash", key, name)
-		}
-		if back := blobKey(name); back != key {
-			t.Errorf("blobKey(blobName(%q)) = %q", key, back)
-		}
-	})
-}

@@ -38,14 +38,10 @@ func TestBackends(t *testing.T) {
 				t.Fatal(err)
 			}
 			objs := map[string][]byte{
-				"p/acct/sb/a.txt":        []byte("hello"),
-				"p/acct/sb/dir/b.bin":    big,
-				"p/acct/sb/empty":        {},
-				"p/acct/sb/sp ace/ü.txt": []byte("unicode"),
-				// Azure takes '\' for '/': two objects here, not one.
-				`p/acct/sb/back\sl%5Cash`:   []byte("backslash"),
-				"p/acct/sb/back/sl%5Cash":   []byte("slash"),
-				"p/acct/sb/q?x#y%25.":       []byte("query"),
+				"p/acct/sb/a.txt":           []byte("hello"),
+				"p/acct/sb/dir/b.bin":       big,
+				"p/acct/sb/empty":           {},
+				"p/acct/sb/sp ace/ü.txt":    []byte("unicode"),
 				"p/acct/other/not-mine.txt": []byte("x"),
 			}
 			for k, v := range objs {
@@ -74,10 +70,7 @@ func TestBackends(t *testing.T) {
 				}
 				return got
 			}
-			want := map[string]int64{
-				"p/acct/sb/a.txt": 5, "p/acct/sb/dir/b.bin": int64(len(big)), "p/acct/sb/empty": 0, "p/acct/sb/sp ace/ü.txt": 7,
-				`p/acct/sb/back\sl%5Cash`: 9, "p/acct/sb/back/sl%5Cash": 5, "p/acct/sb/q?x#y%25.": 5,
-			}
+			want := map[string]int64{"p/acct/sb/a.txt": 5, "p/acct/sb/dir/b.bin": int64(len(big)), "p/acct/sb/empty": 0, "p/acct/sb/sp ace/ü.txt": 7}
 			if d := cmp.Diff(want, list()); d != "" {
 				t.Errorf("list (-want +got):\n%s", d)
 			}
