@@ -76,6 +76,19 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 	}
 	known, seen, changing, todo := plan.known, plan.seen, plan.changing, plan.todo
 	up := s.newUploader(ctx, st, &res)
+	// Deletes go first, and are done before any put: a file replaced by
+	// a directory of the same name ("a" gone, "a/b" new) is stored as
+	// "a/b", which a store that keeps its objects as files on disk
+	// (fake-gcs-server) refuses while "a" is there; puts first failed
+	// that flush and every retry.
+	if !tree.Truncated {
+		for p := range known {
+			if !seen[p] && (!partial || underAny(p, tree.Changed)) {
+				up.remove(p)
+			}
+		}
+		up.wg.Wait()
+	}
 	// Large files stream each in its own bundle beside the small ones, so
 	// a 50 MiB file does not hold back a thousand small ones.
 	var small []api.TreeEntry
@@ -90,13 +103,6 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 		n := min(len(small), bundleFiles)
 		up.bundle(small[:n])
 		small = small[n:]
-	}
-	if !tree.Truncated {
-		for p := range known {
-			if !seen[p] && (!partial || underAny(p, tree.Changed)) {
-				up.remove(p)
-			}
-		}
 	}
 	if err := up.wait(); err != nil {
 		return res, err

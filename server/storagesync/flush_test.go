@@ -4,8 +4,11 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -231,5 +234,71 @@ func TestFlushStability(t *testing.T) {
 	res, err = s.flush(t.Context(), state, false)
 	if err != nil || res.Uploaded != 1 || res.Deferred != 0 || !res.Complete || string(b.objs["p/acct/sb/writing.log"]) != "still being written" {
 		t.Errorf("second flush: %+v, %v", res, err)
+	}
+}
+
+// diskBackend is a bucket kept as files, as fake-gcs-server keeps one on
+// disk: an object "a" and an object "a/b" cannot both be held. Its
+// deletes are slow: one waits (a few seconds at most) for a put to start,
+// so that a flush that puts while it deletes is caught every time.
+type diskBackend struct {
+	memBackend
+	putting chan struct{} // closed by the first put
+	once    sync.Once
+}
+
+func (b *diskBackend) Delete(ctx context.Context, key string) error {
+	select {
+	case <-b.putting:
+	case <-time.After(3 * time.Second):
+	}
+	return b.memBackend.Delete(ctx, key)
+}
+
+func (b *diskBackend) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	b.once.Do(func() { close(b.putting) })
+	b.mu.Lock()
+	for k := range b.objs {
+		if strings.HasPrefix(key, k+"/") || strings.HasPrefix(k, key+"/") {
+			b.mu.Unlock()
+			return fmt.Errorf("put %s: %s is in the way", key, k)
+		}
+	}
+	b.mu.Unlock()
+	return b.memBackend.Put(ctx, key, r, size)
+}
+
+// TestFlushFileBecomesDirectory: a file replaced by a directory of the
+// same name, and back, is stored in one flush each, on a store that
+// cannot hold "a" beside "a/b": the flush deletes before it puts.
+func TestFlushFileBecomesDirectory(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	files := &memFiles{files: map[string]memFile{"fd": {[]byte("a file"), now}}}
+	b := &diskBackend{memBackend: memBackend{objs: map[string][]byte{}}, putting: make(chan struct{})}
+	st := &memStore{synced: map[string]Synced{}, queue: map[string]time.Time{}}
+	s, err := New(Deps{
+		Backend: b, Store: st, Files: files, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now },
+		Prefix: "p", Interval: 4 * time.Second, StableFor: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, _ := st.SyncState(t.Context(), "sb")
+	for _, step := range []map[string]memFile{
+		{"fd": {[]byte("a file"), now}},
+		{"fd/inner.txt": {[]byte("now a directory"), now}},
+		{"fd": {[]byte("a file again"), now}},
+	} {
+		files.files = step
+		if _, err := s.flush(t.Context(), state, true); err != nil {
+			t.Fatalf("flush of %v: %v", slices.Collect(maps.Keys(step)), err)
+		}
+		want := map[string][]byte{}
+		for p, f := range step {
+			want["p/acct/sb/"+p] = f.data
+		}
+		if d := cmp.Diff(want, b.objs); d != "" {
+			t.Errorf("stored (-want +got):\n%s", d)
+		}
 	}
 }
