@@ -478,10 +478,13 @@ func inProc(path string) bool { return path == "/proc" || strings.HasPrefix(path
 // startAndWait starts cmd, then waits for it in the background and calls
 // exited. With binds (a file of /proc → the host file a runtime would
 // mount there, read-only) the process starts in a mount namespace of its
-// own, made on a thread locked to the goroutine that then waits: that
-// thread is the process's parent, whose end would deliver its Pdeathsig,
-// so it lives until the process ends, and ends with its goroutine (never
-// unlocked: its mount namespace is not the test's).
+// own, made on a thread locked to the goroutine that then waits. That
+// thread never ends, nor goes back to the scheduler (its mount namespace
+// is not the test's): the runtime ends a locked thread whose goroutine
+// returns, and every process that thread had started before it was
+// locked here (the test's API server, etcd, an object store, another
+// pod: each with a Pdeathsig, which the end of its parent thread
+// delivers) would be killed with it. CI saw the API server die mid-suite.
 func startAndWait(cmd *exec.Cmd, binds map[string]string, exited func()) error {
 	if len(binds) == 0 {
 		if err := cmd.Start(); err != nil {
@@ -502,6 +505,7 @@ func startAndWait(cmd *exec.Cmd, binds map[string]string, exited func()) error {
 			_ = cmd.Wait()
 			exited()
 		}
+		select {} // parked for the test binary's life; see above
 	}()
 	return <-started
 }
