@@ -34,7 +34,7 @@ func docTable(t *testing.T, doc string) map[string]string {
 		t.Fatalf("%s has no ## Packages section", architectureDoc)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	row := regexp.MustCompile("(?m)^\\| ([^|]+) \\| ([^|]+) \\|")
+	row := regexp.MustCompile(`(?m)^\| ([^|]+) \| ([^|]+) \|`)
 	name := regexp.MustCompile("`([^`]+)`")
 	levels := map[string]string{}
 	for _, m := range row.FindAllStringSubmatch(section, -1) {
