@@ -155,7 +155,7 @@ var rules = map[string]depRule{
 	"server/internal/authz/authztest": {ours: []string{"server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "a test helper of the wrappers beside the subsystems' stores",
 	}},
-	"server/internal/authz": {ours: []string{"client/api", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/internal/authz": {ours: []string{"client/api", "internal/apihttp", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "authz sits under the subsystems and the server",
 	}},
 	"server/internal/hold": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{

@@ -9,10 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/boxkite/boxkite/internal/apihttp"
+
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server/internal/authz"
 )
 
 // apiPath returns the API path a /ui/api/ path stands for: /ui/api/v1/…
@@ -58,7 +59,7 @@ func (c *Console) proxyAPI(w http.ResponseWriter, r *http.Request) error {
 	// A stream cut by the key's revocation or expiry (sign-out elsewhere,
 	// the session's end) tells the browser user to sign in again, not
 	// to run the CLI's commands.
-	in := r.Clone(authz.WithReauthHint(r.Context(), consoleKeyHint))
+	in := r.Clone(apihttp.WithReauthHint(r.Context(), consoleKeyHint))
 	in.URL.Path = path
 	in.URL.RawPath = ""
 	if raw, ok := apiPath(r.URL.RawPath); ok {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 )
 
 // ErrCredentialRevoked is the cause of a request context's cancellation
@@ -74,21 +75,10 @@ func StreamEnded(ctx context.Context) *api.Error {
 	return withReauthHint(ctx, ErrStreamRevoked)
 }
 
-// reauthKey is the context key of WithReauthHint's hint.
-type reauthKey struct{}
-
-// WithReauthHint marks ctx as a request of a client whose credential is
-// not the person's own to replace: the web console's session key, which
-// the browser user never saw. A revoked or expired credential is then
-// answered with hint (sign in again there) in place of the CLI's
-// (`boxkite keys create`, `boxkite login`).
-func WithReauthHint(ctx context.Context, hint string) context.Context {
-	return context.WithValue(ctx, reauthKey{}, hint)
-}
-
-// withReauthHint is e with ctx's WithReauthHint hint, or e when it has none.
+// withReauthHint is e with ctx's apihttp.WithReauthHint hint, or e when
+// it has none.
 func withReauthHint(ctx context.Context, e *api.Error) *api.Error {
-	hint, ok := ctx.Value(reauthKey{}).(string)
+	hint, ok := apihttp.ReauthHint(ctx)
 	if !ok {
 		return e
 	}
