@@ -171,7 +171,7 @@ type Driver struct {
 	frozen    frozenSet   // sandboxes frozen while the host's disk is full (storage.go)
 	snapLocks idLocks     // one snapshot at a time per sandbox (snapshot.go)
 	criu      criuCheck   // whether pause mode checkpoint could work (pause.go)
-	oom       oomSeen     // OOM-kill counts last seen (stats.go)
+	oom       oomSeen     // one OOM-kill count check at a time (stats.go)
 }
 
 var _ model.Driver = (*Driver)(nil)
@@ -692,7 +692,6 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	d.loss.unwatch(id) // a deletion is not a loss
 	d.closeDisks(id)
 	d.frozen.set(id, false)
-	d.oom.forget(id)
 	st, err := readState(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
