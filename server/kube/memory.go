@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -42,6 +43,9 @@ var _ model.MemoryKillDriver = (*Driver)(nil)
 // commands' ends (docs/errors.md).
 func (d *Driver) MemoryKilled(ctx context.Context, id string) (bool, error) {
 	u, s, err := d.usage(ctx, id)
+	if isAPIError(err) || errors.Is(err, model.ErrNoStats) {
+		return false, nil // a sidecar older than /usage, or no cgroup it can read: cannot tell
+	}
 	if err != nil {
 		return false, fmt.Errorf("sandbox memory kills %s: %w", id, err)
 	}
