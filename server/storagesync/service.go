@@ -127,6 +127,7 @@ type Service struct {
 	settles   map[string]time.Time   // when a file found changing will have settled
 	tracks    map[string]*tracked    // each sandbox's journal token and counters (journal.go)
 	verified  map[string]bool        // sandboxes whose index this server checked against the bucket (verify.go)
+	names     map[string]bool        // sandboxes whose prefix this server's flush found or made escaped (names.go)
 	fullEvery time.Duration          // FullWalkEvery
 }
 
@@ -164,7 +165,7 @@ func New(d Deps) (*Service, error) {
 	return &Service{
 		d: d, scan: max(d.Interval/4, tick), stable: min(d.StableFor, d.Interval/4), limit: rate.NewLimiter(rate.Limit(d.Bandwidth), burst), redact: redactor(d.Secrets),
 		wake: make(chan struct{}, 1), locks: map[string]*sync.Mutex{}, scanned: map[string]time.Time{}, busy: map[string]bool{}, settles: map[string]time.Time{},
-		tracks: map[string]*tracked{}, verified: map[string]bool{}, fullEvery: max(d.FullWalkEvery, d.Interval),
+		tracks: map[string]*tracked{}, verified: map[string]bool{}, names: map[string]bool{}, fullEvery: max(d.FullWalkEvery, d.Interval),
 	}, nil
 }
 
@@ -173,11 +174,6 @@ func (s *Service) Kind() string { return s.d.Backend.Kind() }
 
 // Interval is the flush interval.
 func (s *Service) Interval() time.Duration { return s.d.Interval }
-
-// key is the object key of path in a sandbox's workspace.
-func (s *Service) key(accountID, sandboxID, p string) string {
-	return path.Join(s.d.Prefix, accountID, sandboxID, p)
-}
 
 // prefixOf is the key prefix of a sandbox's files, ending in "/".
 func (s *Service) prefixOf(accountID, sandboxID string) string {
