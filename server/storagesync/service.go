@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -163,7 +164,7 @@ func New(d Deps) (*Service, error) {
 	d.Prefix = strings.Trim(d.Prefix, "/")
 	burst := int(min(d.Bandwidth, 1<<20))
 	return &Service{
-		d: d, scan: max(d.Interval/4, tick), stable: min(d.StableFor, d.Interval/4), limit: rate.NewLimiter(rate.Limit(d.Bandwidth), burst), redact: redactor(d.Secrets),
+		d: d, scan: max(d.Interval/4, tick), stable: min(d.StableFor, d.Interval/4), limit: rate.NewLimiter(rate.Limit(d.Bandwidth), burst), redact: redactor(append(slices.Clone(d.Secrets), backendSecrets(d.Backend)...)),
 		wake: make(chan struct{}, 1), locks: map[string]*sync.Mutex{}, scanned: map[string]time.Time{}, busy: map[string]bool{}, settles: map[string]time.Time{},
 		tracks: map[string]*tracked{}, verified: map[string]bool{}, names: map[string]bool{}, fullEvery: max(d.FullWalkEvery, d.Interval),
 	}, nil
@@ -250,6 +251,14 @@ func (s *Service) poke() {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// backendSecrets are the credentials of a Backend from Open.
+func backendSecrets(b Backend) []string {
+	if g, ok := b.(interface{ secrets() []string }); ok {
+		return g.secrets()
+	}
+	return nil
 }
 
 // redactor returns a function that cuts the credentials and any URL query
