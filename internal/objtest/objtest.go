@@ -40,6 +40,23 @@ type Server struct {
 	// exited is closed when the store's process has exited (nil for a
 	// store in this process).
 	exited func() <-chan struct{}
+	// metadata is the file Azurite keeps its objects' records in ("" for
+	// the others, which write them at once).
+	metadata string
+}
+
+// Settle waits until a stop of the store keeps the object key: Azurite
+// holds its records in memory and writes them out every 5 s, so a kill
+// before that loses objects it acknowledged (and can lose the container).
+func (s *Server) Settle(t testing.TB, key string) {
+	t.Helper()
+	if s.metadata == "" {
+		return
+	}
+	Wait(t, "Azurite's record of "+key+" on disk", time.Minute, func() bool {
+		data, err := os.ReadFile(s.metadata)
+		return err == nil && strings.Contains(string(data), `"`+key+`"`)
+	})
 }
 
 // errExited is waitReady's answer when the store's process exits first:
