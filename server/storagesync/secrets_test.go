@@ -41,7 +41,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			srv := objtest.Start(t, kind)
-			c, secrets := credentialed(t, srv)
+			c, secrets := credentialed(t, srv, false)
 			var seen []string // what the server showed, by where
 			show := func(where string, err error) {
 				if err == nil {
@@ -118,17 +118,17 @@ func TestSecretsNeverShown(t *testing.T) {
 }
 
 // credentialed is srv's Config with the kind of credential an operator
-// gives, and that credential's secret parts.
-func credentialed(t *testing.T, srv *objtest.Server) (storagesync.Config, []string) {
+// gives, and that credential's secret parts; on Azure a SAS of the
+// account, or of the container when containerSAS.
+func credentialed(t *testing.T, srv *objtest.Server, containerSAS bool) (storagesync.Config, []string) {
 	t.Helper()
 	c := srv.Config
 	switch c.Kind {
 	case "s3":
 		return c, []string{c.SecretKey}
 	case "azure":
-		// An account SAS signed with Azurite's account key, as an
-		// operator's --storage-azure-auth sas. (A container SAS cannot
-		// read the container's properties, which Open checks.)
+		// A SAS signed with Azurite's account key, as an operator's
+		// --storage-azure-auth sas.
 		var endpoint string
 		for _, part := range strings.Split(c.ConnectionString, ";") {
 			if v, ok := strings.CutPrefix(part, "BlobEndpoint="); ok {
@@ -148,6 +148,15 @@ func credentialed(t *testing.T, srv *objtest.Server) (storagesync.Config, []stri
 			t.Fatal(err)
 		}
 		sasURL := endpoint + "?" + q.Encode()
+		if containerSAS {
+			if q, err = (sas.BlobSignatureValues{
+				Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: time.Now().Add(time.Hour), ContainerName: c.Bucket,
+				Permissions: (&sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, Delete: true, List: true}).String(),
+			}).SignWithSharedKey(cred); err != nil {
+				t.Fatal(err)
+			}
+			sasURL = endpoint + "/" + c.Bucket + "?" + q.Encode()
+		}
 		return storagesync.Config{Kind: "azure", Bucket: c.Bucket, SASURL: sasURL}, []string{objtest.AzuriteKey, q.Signature(), q.Encode()}
 	case "gcs":
 		// A service account key file whose token endpoint is on
@@ -190,4 +199,34 @@ func credentialed(t *testing.T, srv *objtest.Server) (storagesync.Config, []stri
 	}
 	t.Fatalf("kind %q", c.Kind)
 	return c, nil
+}
+
+// TestAzureContainerSAS: a SAS of the container alone (not the account),
+// which may list and write its blobs but not read the container's
+// properties, opens the backend and stores, lists and reads: Open failed
+// with 403 AuthorizationPermissionMismatch before.
+func TestAzureContainerSAS(t *testing.T) {
+	srv := objtest.Start(t, "azure")
+	c, _ := credentialed(t, srv, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := storagesync.Open(ctx, c)
+	if err != nil {
+		t.Fatalf("open with a container SAS: %v", err)
+	}
+	if err := b.Put(ctx, "p/a.txt", strings.NewReader("alpha"), 5); err != nil {
+		t.Fatal(err)
+	}
+	if got := objtest.List(t, b, "p/"); got["a.txt"] != 5 {
+		t.Errorf("listed %v, want a.txt", got)
+	}
+	if got := objtest.Read(t, b, "p/a.txt"); string(got) != "alpha" {
+		t.Errorf("read %q", got)
+	}
+	missing := c
+	missing.Bucket += "-missing"
+	missing.SASURL = strings.Replace(c.SASURL, "/"+c.Bucket+"?", "/"+missing.Bucket+"?", 1)
+	if _, err := storagesync.Open(ctx, missing); err == nil {
+		t.Error("open of a container that does not exist with a container SAS: no error")
+	}
 }
