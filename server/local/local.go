@@ -172,7 +172,7 @@ type Driver struct {
 	snapLocks idLocks     // one snapshot at a time per sandbox (snapshot.go)
 	removals  removals    // removals finishing after their answer (removals.go)
 	criu      criuCheck   // whether pause mode checkpoint could work (pause.go)
-	oom       oomSeen     // OOM-kill counts last seen (stats.go)
+	oom       oomSeen     // one OOM-kill count check at a time (stats.go)
 }
 
 var _ model.Driver = (*Driver)(nil)
@@ -695,7 +695,6 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	d.loss.unwatch(id) // a deletion is not a loss
 	d.closeDisks(id)
 	d.frozen.set(id, false)
-	d.oom.forget(id)
 	st, err := readState(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
