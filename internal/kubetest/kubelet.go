@@ -550,13 +550,39 @@ type bind struct {
 
 // startInMountNS moves the calling thread, locked, to a new mount
 // namespace (nothing propagating back), binds each source over its place,
-// and starts cmd there.
-func startInMountNS(cmd *exec.Cmd, binds map[string]bind) error {
+// starts cmd there, and moves the thread back to the namespace it came
+// from.
+//
+// The new namespace is a copy of every host mount of the moment, which
+// the host's later unmounts do not reach (this host's mounts are
+// private). Two things keep such copies from pinning other tests' disks
+// (a sandbox's loop-mounted ext4, a test's own loop device, which the
+// kernel cannot detach while any namespace mounts it): the loop-backed
+// copies are detached before cmd starts (a pod never needs them), and the
+// thread, which never ends (startAndWait), does not stay in the
+// namespace: cmd alone holds it, and it goes with cmd.
+func startInMountNS(cmd *exec.Cmd, binds map[string]bind) (err error) {
+	home, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("mount namespace: %w", err)
+	}
+	defer unix.Close(home)
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
+	defer func() {
+		if serr := unix.Setns(home, unix.CLONE_NEWNS); serr != nil {
+			if cmd.Process != nil {
+				_ = cmd.Process.Kill()
+			}
+			err = errors.Join(err, fmt.Errorf("back to the test's mount namespace: %w", serr))
+		}
+	}()
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
+	}
+	if err := detachLoopMounts(); err != nil {
+		return err
 	}
 	for dst, b := range binds {
 		if err := unix.Mount(b.src, dst, "", unix.MS_BIND, ""); err != nil {
@@ -570,6 +596,48 @@ func startInMountNS(cmd *exec.Cmd, binds map[string]bind) error {
 		}
 	}
 	return cmd.Start()
+}
+
+// detachLoopMounts detaches, in the calling thread's mount namespace,
+// every mount whose source is a loop device, deepest first.
+func detachLoopMounts() error {
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("detach loop mounts: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, line := range slices.Backward(lines) {
+		fields := strings.Fields(line)
+		sep := slices.Index(fields, "-")
+		if len(fields) < 5 || sep < 0 || sep+2 >= len(fields) || !strings.HasPrefix(fields[sep+2], "/dev/loop") {
+			continue
+		}
+		at := unescapeMountinfo(fields[4])
+		// A mount below one detached already went with it.
+		if err := unix.Unmount(at, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("detach loop mount %s: %w", at, err)
+		}
+	}
+	return nil
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				out.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		out.WriteByte(s[i])
+	}
+	return out.String()
 }
 
 // podLimits are the cgroup limits a kubelet gives pod's cgroup

@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/sidecar/jail"
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -198,5 +200,75 @@ func TestProcMounts(t *testing.T) {
 	k := &Kubelet{dir: t.TempDir(), sidecar: "/bin/true", logf: t.Logf}
 	if _, err := k.launch(pod); err == nil || !strings.Contains(err.Error(), "inside /proc") {
 		t.Errorf("a pod mounting /proc/partitions: %v, want runc's refusal", err)
+	}
+}
+
+// TestPodMountNamespacePinsNoDisk: a pod started in a mount namespace of
+// its own holds no copy of another test's loop-mounted disk (which would
+// keep the loop device attached after the host unmounts it: server/local's
+// mount tests saw their disks pinned while kube tests ran beside them),
+// and no thread of the test stays in that namespace once the pod runs.
+func TestPodMountNamespacePinsNoDisk(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("CI") == "" { // CI runs as root
+		t.Skip("the test kubelet mounts as root only")
+	}
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "disk.img"), filepath.Join(dir, "a mount")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"truncate", "-s", "8M", img},
+		{"mkfs.ext4", "-q", "-F", img},
+		{"mount", "-o", "loop", img, mnt},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	// The pod prints its mounts and waits for its stdin to close.
+	cmd := exec.Command("/bin/sh", "-c", "cat /proc/self/mountinfo; read x")
+	var out strings.Builder
+	cmd.Stdout = &out
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.Readlink("/proc/thread-self/ns/mnt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	if err := startAndWait(cmd, map[string]bind{"/proc/diskstats": {src: empty}}, func() { close(exited) }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); <-exited }()
+
+	tasks, err := filepath.Glob("/proc/self/task/*/ns/mnt")
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("the test's threads: %v, %v", tasks, err)
+	}
+	for _, task := range tasks {
+		if ns, err := os.Readlink(task); err == nil && ns != home {
+			t.Errorf("%s is %s while the pod runs, want the test's %s", task, ns, home)
+		}
+	}
+	podNS, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid))
+	if err != nil || podNS == home {
+		t.Fatalf("the pod's mount namespace: %q, %v; want its own", podNS, err)
+	}
+	stdin.Close()
+	<-exited
+	if escaped := strings.ReplaceAll(mnt, " ", `\040`); strings.Contains(out.String(), " "+escaped+" ") {
+		t.Errorf("the pod's mounts hold the host's loop-mounted %s:\n%s", mnt, out.String())
+	}
+	if !strings.Contains(out.String(), " /proc/diskstats ") {
+		t.Errorf("the pod's mounts lack its own bind over /proc/diskstats:\n%s", out.String())
 	}
 }
