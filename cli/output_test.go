@@ -27,7 +27,7 @@ func TestOutputFormats(t *testing.T) {
 		}),
 	})
 	t.Setenv(envURL, srv.URL)
-	sandboxFields := "id, status, label, size, storage_gb, lifetime_minutes, created_at, expires_at, destroyed_at, destroy_reason, paused_with, paused_at, auto_pause, sidecar_protocol"
+	sandboxFields := "id, status, label, size, storage_gb, lifetime_minutes, created_at, expires_at, destroyed_at, destroy_reason, paused_with, paused_at, auto_pause, sidecar_protocol, frozen_reason"
 	tests := []struct {
 		name       string
 		args       []string

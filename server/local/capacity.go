@@ -663,7 +663,7 @@ func (d *Driver) sandboxDisk(id string) (api.SandboxDisk, bool) {
 	}
 	return api.SandboxDisk{
 		ID: id, UsedBytes: int64(fs.Blocks-fs.Bfree) * fs.Bsize, QuotaBytes: int64(fs.Blocks) * fs.Bsize,
-		Frozen: d.frozen.has(id),
+		Frozen: d.frozen.has(id), FrozenReason: d.frozen.cause(id),
 	}, true
 }
 

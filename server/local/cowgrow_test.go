@@ -282,6 +282,14 @@ func TestClonePoolFullFreezes(t *testing.T) {
 	}
 	fillPool(t, d, 16<<20)
 	wait(true)
+	// Its stats and the host's list of disks say the pool froze it
+	// (before, only frozen: true, which the TUI took for the host's disk).
+	if st, err := d.Stats(context.Background(), "writer"); err != nil || !st.Frozen || st.FrozenReason != api.FrozenClonePool {
+		t.Errorf("stats of the frozen sandbox: frozen %v, reason %q, err %v; want true, %q", st.Frozen, st.FrozenReason, err, api.FrozenClonePool)
+	}
+	if sd, ok := d.sandboxDisk("writer"); ok && (!sd.Frozen || sd.FrozenReason != api.FrozenClonePool) {
+		t.Errorf("host's disk of the frozen sandbox: frozen %v, reason %q; want true, %q", sd.Frozen, sd.FrozenReason, api.FrozenClonePool)
+	}
 	fills, err := filepath.Glob(filepath.Join(d.data, "fill-*"))
 	if err != nil || len(fills) != 1 {
 		t.Fatalf("fill files: %v, %v", fills, err)

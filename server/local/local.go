@@ -691,7 +691,7 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	d.loss.unwatch(id) // a deletion is not a loss
 	d.closeDisks(id)
-	d.frozen.set(id, false)
+	d.frozen.set(id, "")
 	d.oom.forget(id)
 	st, err := readState(dir)
 	switch {
