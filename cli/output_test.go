@@ -113,7 +113,8 @@ func TestJoinJSONFields(t *testing.T) {
 		{"session ls --json -a", "session ls --json -a"},
 		{"exec --json -- id,x", "exec --json -- id,x"},
 		{"exec --json ls", "exec --json ls"},
-		{"up --json id", "up --json id"}, // no --json there: untouched
+		{"down --json id", "down --json id"}, // no --json there: untouched
+		{"up --json url", "up --json=url"},
 		{"session ls --json id,label,", "session ls --json=id,label,"},
 		{"session get --json id,_label x", "session get --json=id,_label x"},
 	}
