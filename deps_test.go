@@ -257,8 +257,15 @@ var rules = map[string]depRule{
 		"server":          "the control plane imports organizations, never the reverse",
 		"server/sqlstore": "organizations keep their records through their Store interface",
 	}},
-	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks", "server/orgs", "server/oauth", "server/admin", "server/storagesync"}, forbidden: merge(clientGo)},
-	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/egress", "server/local/idrange", "server/local/loopdisk", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu", "internal/keylock"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks", "server/orgs", "server/oauth", "server/admin", "server/storagesync", "server/sqlstore/sqldb"}, forbidden: merge(clientGo)},
+	// The SQL machinery under the store: write slot, group commit,
+	// generation-checked cache, statement cache, DSNs, migrations.
+	"server/sqlstore/sqldb": {forbidden: merge(clientGo, imageLib), never: map[string]string{
+		"server/model":    "the SQL machinery knows no domain record; server/sqlstore maps its errors to model's",
+		"server/sqlstore": "the store uses the machinery, never the reverse",
+		"client/api":      "the SQL machinery knows nothing of the API",
+	}},
+	"server/local": {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/egress", "server/local/idrange", "server/local/loopdisk", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu", "internal/keylock"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/local/idrange": {ours: []string{"client/api", "server/model", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/local": "the leases know nothing of sandboxes; the driver hands their files to its jails",
 	}},
