@@ -1,6 +1,14 @@
 //go:build linux
 
-package local
+// Package hugecopy keeps byte-identical copies of a binary (the sidecar's)
+// on a tmpfs whose files take 2 MiB pages, one per binary, named by its
+// SHA-256 and shared by every server of the host: each exec of a copy maps
+// its text with a few huge-page faults instead of hundreds of 4 KiB ones.
+// A copy is held (a shared flock) for as long as its driver may start
+// processes from it, and a driver that starts removes the copies no other
+// holds. It knows nothing of sandboxes; server/local runs its jails from
+// the copy (Config.SidecarCopies).
+package hugecopy
 
 import (
 	"bytes"
@@ -16,44 +24,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Sidecar copies (Config.SidecarCopies).
-const (
-	// DefaultSidecarCopies is the host-wide directory a root driver mounts
-	// its huge-page tmpfs on. Not under /run/boxkite, which is private
-	// (0700): a jail's init is executed by the range's owner, an
-	// unprivileged uid, which must be able to reach the file.
-	DefaultSidecarCopies = "/run/boxkite-sidecar"
-	// SidecarCopiesOff runs the sidecar binary where it is.
-	SidecarCopiesOff = "off"
-)
-
-// sidecarCopyMount is the tmpfs's mount data: files in it are backed by
+// mountData is the tmpfs's mount data: files in it are backed by
 // 2 MiB pages where the kernel can, so an exec of one maps its text and
 // read-only data with a few PMD faults instead of hundreds of 4 KiB ones
 // (each tens of µs on a shadow-paged VM, session14-hugetext14). The size
 // caps what the copies of different binaries (≈ 14 MiB each) may take of
 // the host's memory; a driver that finds no room runs its binary where it
 // is.
-const sidecarCopyMount = "huge=always,mode=0755,size=256m,nr_inodes=1024"
+const mountData = "huge=always,mode=0755,size=256m,nr_inodes=1024"
 
-// sidecarCopy is a driver's byte-identical copy of its sidecar binary in
-// the copies directory, named by the binary's SHA-256. hold is open on it
+// Copy is a driver's byte-identical copy of its sidecar binary in the
+// copies directory, named by the binary's SHA-256. hold is open on it
 // with a shared flock for as long as the driver may start jails from it: a
 // driver that starts (under the directory's lock) removes every copy no
 // other driver holds, which takes nothing from jails already running (an
 // unlinked file lives on while it is mapped).
-type sidecarCopy struct {
+type Copy struct {
 	path string
 	hold *os.File
 }
 
-// copySidecar returns the copy of the binary at src in dir, made now if
+// Make returns the copy of the binary at src in dir, made now if
 // missing or not byte-identical, with dir mounted first when it is not
 // yet: a tmpfs whose files take huge pages. Every boxkite server of the
 // host shares dir; a lock file beside it (dir + ".lock") serialises them.
 // An error means the caller runs src itself.
-func copySidecar(dir, src string) (*sidecarCopy, error) {
-	if err := shmemHugeAllowed(); err != nil {
+func Make(dir, src string) (*Copy, error) {
+	if err := Supported(); err != nil {
 		return nil, err
 	}
 	bin, err := os.ReadFile(src)
@@ -84,10 +81,10 @@ func copySidecar(dir, src string) (*sidecarCopy, error) {
 	return c, nil
 }
 
-// shmemHugeAllowed fails when the kernel has no transparent huge pages, or
-// its operator denied them to every tmpfs (shmem_enabled "deny"): a mount's
+// Supported fails when the kernel has no transparent huge pages, or its
+// operator denied them to every tmpfs (shmem_enabled "deny"): a mount's
 // huge= would then be refused or ignored.
-func shmemHugeAllowed() error {
+func Supported() error {
 	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
 	if err != nil {
 		return fmt.Errorf("no transparent huge pages for tmpfs: %w", err)
@@ -112,7 +109,7 @@ func mountHugeTmpfs(dir string) error {
 	case fstype != "":
 		return fmt.Errorf("sidecar copies: %s holds a %s mount (%s), not a tmpfs with huge=always", dir, fstype, opts)
 	}
-	if err := unix.Mount("boxkite-sidecar", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, sidecarCopyMount); err != nil {
+	if err := unix.Mount("boxkite-sidecar", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, mountData); err != nil {
 		return fmt.Errorf("mount sidecar copies on %s: %w", dir, err)
 	}
 	fstype, opts, err = mountAt(dir)
@@ -133,7 +130,7 @@ func mountAt(dir string) (fstype, opts string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("read mounts: %w", err)
 	}
-	dir = filepath.Clean(dir)
+	dir = escapeMount(filepath.Clean(dir))
 	for line := range strings.Lines(string(b)) {
 		// id parent dev root mountpoint options [optional...] - type source superoptions
 		f := strings.Fields(line)
@@ -144,12 +141,18 @@ func mountAt(dir string) (fstype, opts string, err error) {
 				break
 			}
 		}
-		if len(f) < 5 || sep < 0 || sep+3 >= len(f) || unescapeMount(f[4]) != dir {
+		if len(f) < 5 || sep < 0 || sep+3 >= len(f) || f[4] != dir {
 			continue
 		}
 		fstype, opts = f[sep+1], f[sep+3] // later lines are mounted over earlier ones
 	}
 	return fstype, opts, nil
+}
+
+// escapeMount escapes a path as mountinfo writes it (octal escapes:
+// \040 for a space), to compare with its fields as they are.
+func escapeMount(p string) string {
+	return strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\012`, `\`, `\134`).Replace(p)
 }
 
 func hasOption(opts, opt string) bool {
@@ -163,7 +166,7 @@ func hasOption(opts, opt string) bool {
 
 // placeCopy returns path held, written from bin first unless it already
 // holds exactly bin. The caller holds the directory's lock.
-func placeCopy(path string, bin []byte) (*sidecarCopy, error) {
+func placeCopy(path string, bin []byte) (*Copy, error) {
 	if f, err := os.Open(path); err == nil {
 		got, rerr := readAll(f)
 		if rerr == nil && bytes.Equal(got, bin) {
@@ -213,12 +216,12 @@ func readAll(f *os.File) ([]byte, error) {
 	return b, nil
 }
 
-func holdCopy(f *os.File, path string) (*sidecarCopy, error) {
+func holdCopy(f *os.File, path string) (*Copy, error) {
 	if err := flock(f, unix.LOCK_SH|unix.LOCK_NB); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("hold sidecar copy: %w", err)
 	}
-	return &sidecarCopy{path: path, hold: f}, nil
+	return &Copy{path: path, hold: f}, nil
 }
 
 // evictCopies removes the copies in dir but keep that no driver holds,
@@ -259,9 +262,12 @@ func flock(f *os.File, how int) error {
 	}
 }
 
+// Path is the copy's file.
+func (c *Copy) Path() string { return c.path }
+
 // Close lets other drivers remove the copy; jails running from it keep it.
 // A second Close (a driver shut down twice) does nothing.
-func (c *sidecarCopy) Close() error {
+func (c *Copy) Close() error {
 	if c == nil {
 		return nil
 	}
