@@ -23,15 +23,21 @@ const interactiveChunk = 32 << 10
 // An Interactive is a running interactive exec (StartInteractive): a
 // command with streamed stdin, on a PTY or on pipes.
 type Interactive struct {
-	conn    *websocket.Conn
-	writeMu sync.Mutex
-	signal  int // set by Run from the exit frame
+	conn       *websocket.Conn
+	writeMu    sync.Mutex
+	signal     int    // set by Run from the exit frame
+	stopReason string // likewise
 }
 
 // Signal is, after Run returned an exit code, the number of the signal
 // that ended the command (the code is then 128+Signal), or 0 when it
 // exited: it tells `exit 130` from a SIGINT.
 func (x *Interactive) Signal() int { return x.signal }
+
+// StopReason is, after Run returned an exit code, why the control plane
+// says the command was stopped: api.StopReasonMemoryLimit when it was
+// killed at the sandbox's memory limit, else "".
+func (x *Interactive) StopReason() string { return x.stopReason }
 
 // StartInteractive starts req in sandbox id (WS …/exec/interactive). ctx
 // bounds the whole command, not just the start. The client's credential
@@ -117,7 +123,7 @@ func (x *Interactive) Run(ctx context.Context, stdin io.Reader, stdout, stderr i
 					_, _ = io.WriteString(stderr, c.Message+"\n")
 				}
 				_ = x.conn.Close(websocket.StatusNormalClosure, "")
-				x.signal = c.Signal
+				x.signal, x.stopReason = c.Signal, c.StopReason
 				return *c.ExitCode, nil
 			}
 			continue

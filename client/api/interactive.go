@@ -54,6 +54,11 @@ type InteractiveControl struct {
 	// (then ExitCode is 128+Signal, as a shell reports it); 0 when it
 	// exited. It tells `exit 137` from a SIGKILL.
 	Signal int `json:"signal,omitempty"`
+	// StopReason is, on exit, StopReasonMemoryLimit when the control
+	// plane found the command killed at the sandbox's memory limit (an
+	// exit code 137 while the sandbox's OOM-kill count grew, as for
+	// ExecResult.StopReason); "" otherwise, and always from the sidecar.
+	StopReason string `json:"stop_reason,omitempty"`
 }
 
 // InteractiveRequest is what an interactive exec runs.

@@ -28,4 +28,9 @@ type SidecarUsage struct {
 	MemoryAnonBytes int64 `json:"memory_anon_bytes"` // of which anonymous
 	Pids            int64 `json:"pids"`              // tasks, threads included; 0 without the pids controller
 	CPUMicros       int64 `json:"cpu_micros"`        // CPU time used so far, in µs; 0 without CPU accounting
+	// OOMKills counts the processes the kernel's OOM killer killed in the
+	// cgroup at its memory limit since it was made (oom_kill of
+	// memory.events, or of memory.oom_control on cgroup v1): the kube
+	// driver's model.MemoryKillDriver. 0 from a sidecar that predates it.
+	OOMKills int64 `json:"oom_kills"`
 }

@@ -486,6 +486,9 @@ func (b *bastion) exec(s ssh.Session, c *client.Client, req api.InteractiveReque
 		}
 		return
 	}
+	if x.StopReason() == api.StopReasonMemoryLimit {
+		fmt.Fprint(s.Stderr(), memoryLimitNote(code))
+	}
 	exit(s, code, x.Signal())
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
 )
@@ -36,4 +38,14 @@ func exit(s ssh.Session, code, signal int) {
 	}
 	_, _ = s.SendRequest("exit-signal", false, gossh.Marshal(exitSignalMsg{Signal: name}))
 	_ = s.Close()
+}
+
+// memoryLimitNote is the line a command killed at the sandbox's memory
+// limit ends with on the session's stderr (the control plane's exit frame
+// says so: api.StopReasonMemoryLimit), as `boxkite exec` says it, before
+// the session exits as the kill left it. "\r\n": on a PTY the terminal
+// is in raw mode.
+func memoryLimitNote(code int) string {
+	return fmt.Sprintf("boxkite-bastion: the command was killed at the sandbox's memory limit (exit code %d)\r\n"+
+		"hint: a larger --size of 'boxkite session create' (small, medium, large) gives a sandbox more memory\r\n", code)
 }

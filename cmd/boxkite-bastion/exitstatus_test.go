@@ -140,3 +140,36 @@ func exitCodeOf(t *testing.T, err error) int {
 	}
 	return ee.ExitCode()
 }
+
+// TestMemoryLimitNote: a command the sandbox's memory limit killed ends
+// its ssh session with a line on stderr that says so (the control plane's
+// exit frame has stop_reason memory_limit) and the status the kill left
+// (exit 137 from the shell that ran it, or exit-signal KILL, ssh's 255);
+// a kill -9 ends as it did, without the line. Before, nothing was said.
+func TestMemoryLimitNote(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("CI") == "" { // CI runs as root
+		t.Skip("sandboxes have a memory limit (cgroups) as root only")
+	}
+	f := newFixture(t, nil)
+	const note = "killed at the sandbox's memory limit"
+	for _, c := range []struct {
+		name, cmd string
+		note      bool
+	}{
+		{"memory hog", `python3 -c 'b = b"x" * (4 << 30); print("survived")'`, true},
+		{"kill -9", "kill -9 $$", false},
+	} {
+		// The shell may outlive the hog it ran (exit 137) or exec it
+		// (exit-signal KILL); either is how the kill ended it.
+		cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, c.cmd), "")
+		var stdout, stderr lockedbuf.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := waitGuarded(t, cmd)
+		if got := exitCodeOf(t, err); got != 137 && got != 255 || strings.Contains(stdout.String(), "survived") {
+			t.Errorf("%s: ssh exited %d (stdout %q), want 137 or 255 (exit-signal KILL)", c.name, got, stdout.String())
+		}
+		if got := strings.Contains(stderr.String(), note); got != c.note {
+			t.Errorf("%s: stderr %q; says %q: %v, want %v", c.name, stderr.String(), note, got, c.note)
+		}
+	}
+}

@@ -8,7 +8,8 @@ import (
 )
 
 // cgroupUsage reads the use of the cgroup the sidecar runs in, for GET
-// /usage (a pod's sidecar: its container's, the sandbox's). The cgroup is
+// /usage (a pod's sidecar: its container's, the sandbox's), OOM kills
+// included. The cgroup is
 // found at the first call, not at start, and read at each: an idle
 // sidecar does nothing for it.
 func cgroupUsage() func() (api.SidecarUsage, error) {
@@ -28,6 +29,10 @@ func cgroupUsage() func() (api.SidecarUsage, error) {
 		if err != nil {
 			return api.SidecarUsage{}, err
 		}
-		return api.SidecarUsage{MemoryBytes: u.Memory, MemoryAnonBytes: u.MemoryAnon, Pids: u.Pids, CPUMicros: u.CPUMicros}, nil
+		kills, _, err := cg.OOMKills() // none without a memory hierarchy
+		if err != nil {
+			return api.SidecarUsage{}, err
+		}
+		return api.SidecarUsage{MemoryBytes: u.Memory, MemoryAnonBytes: u.MemoryAnon, Pids: u.Pids, CPUMicros: u.CPUMicros, OOMKills: kills}, nil
 	}
 }

@@ -41,8 +41,12 @@ import (
 // and a counter, and free when the pod starts) as its podIP, so the container's port is used unchanged and the
 // driver dials podIP:port as it would in a cluster. The container's volume
 // mounts become temporary directories: emptyDirs empty, Secrets with their
-// keys as files; arguments and environment values under a mount path are
+// keys as files, a PersistentVolumeClaim one directory per claim that
+// outlives its pods (the kubelet's life); arguments and environment values under a mount path are
 // rewritten to the directory, and a listen address of 0.0.0.0 to the podIP.
+// The process sees this host's root; a claim mounted below another mount
+// (a boxkite volume in the workspace) is bound there, as root, in a
+// mount namespace of the process's own.
 // As root, the process runs as the pod's runAsUser/runAsGroup with its
 // fsGroup as a supplementary group, and a Secret's files are as a real
 // kubelet leaves them: only the keys its items name (all without items),
@@ -384,9 +388,16 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 	dir := filepath.Join(k.dir, pod.Name+"-"+string(pod.UID))
 	ids := podIDs(pod)
 	mounts := map[string]string{} // mount path → host dir
-	binds := map[string]string{}  // a file of /proc → the host file bound over it
+	binds := map[string]bind{}    // a place → the host file or directory bound over it
+	var claims []string           // the mount paths of claims
 	for _, m := range ctr.VolumeMounts {
 		host := filepath.Join(dir, m.Name)
+		if claim := claimName(pod, m.Name); claim != "" {
+			// A claim outlives its pods, as its PersistentVolume does:
+			// one directory per claim for the kubelet's life.
+			host = filepath.Join(k.dir, "claims", claim)
+			claims = append(claims, m.MountPath)
+		}
 		if err := k.volume(pod, m.Name, host, ids); err != nil {
 			return nil, err
 		}
@@ -394,10 +405,29 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 			if !slices.Contains(runcProcMounts, m.MountPath) {
 				return nil, fmt.Errorf("mount %s: %q cannot be mounted because it is inside /proc (runc allows only %v)", m.Name, m.MountPath, runcProcMounts)
 			}
-			binds[m.MountPath] = filepath.Join(host, m.SubPath)
+			binds[m.MountPath] = bind{src: filepath.Join(host, m.SubPath)}
 			continue
 		}
 		mounts[m.MountPath] = host
+	}
+	// A claim mounted below another mount (a boxkite volume in the
+	// workspace) is what commands find there: its directory is bound,
+	// read-write, over its place in the other mount's directory.
+	for _, mp := range claims {
+		parent := ""
+		for other := range mounts {
+			if strings.HasPrefix(mp, other+"/") && len(other) > len(parent) {
+				parent = other
+			}
+		}
+		if parent == "" {
+			continue // a place on the host's own root, which a pod here shares
+		}
+		at := filepath.Join(mounts[parent], strings.TrimPrefix(mp, parent))
+		if err := os.MkdirAll(at, 0o755); err != nil {
+			return nil, fmt.Errorf("mount point of %s: %w", mp, err)
+		}
+		binds[at] = bind{src: mounts[mp], rw: true}
 	}
 	rewrite := func(v string) string {
 		for mp, host := range mounts {
@@ -447,7 +477,7 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 	}
 	p := &podProc{name: pod.Name, ip: ip, cmd: cmd, dir: dir, cg: cg, exit: make(chan struct{}), logf: k.logf}
 	if os.Geteuid() != 0 {
-		binds = nil // no mount namespace to bind them in: the host's /proc shows through
+		binds = nil // no mount namespace to bind them in: the host's /proc shows through, a claim below another mount does not
 	}
 	err = startAndWait(cmd, binds, func() {
 		log.Close()
@@ -477,7 +507,7 @@ func inProc(path string) bool { return path == "/proc" || strings.HasPrefix(path
 
 // startAndWait starts cmd, then waits for it in the background and calls
 // exited. With binds (a file of /proc → the host file a runtime would
-// mount there, read-only) the process starts in a mount namespace of its
+// mount there, read-only; a claim's directory below another mount) the process starts in a mount namespace of its
 // own, made on a thread locked to the goroutine that then waits. That
 // thread never ends, nor goes back to the scheduler (its mount namespace
 // is not the test's): the runtime ends a locked thread whose goroutine
@@ -485,7 +515,7 @@ func inProc(path string) bool { return path == "/proc" || strings.HasPrefix(path
 // locked here (the test's API server, etcd, an object store, another
 // pod: each with a Pdeathsig, which the end of its parent thread
 // delivers) would be killed with it. CI saw the API server die mid-suite.
-func startAndWait(cmd *exec.Cmd, binds map[string]string, exited func()) error {
+func startAndWait(cmd *exec.Cmd, binds map[string]bind, exited func()) error {
 	if len(binds) == 0 {
 		if err := cmd.Start(); err != nil {
 			return err
@@ -510,19 +540,30 @@ func startAndWait(cmd *exec.Cmd, binds map[string]string, exited func()) error {
 	return <-started
 }
 
+// A bind is a host file or directory bound over a place in a pod's
+// mount namespace: read-only (a file a runtime mounts in /proc) unless rw
+// (a claim below another mount).
+type bind struct {
+	src string
+	rw  bool
+}
+
 // startInMountNS moves the calling thread, locked, to a new mount
-// namespace (nothing propagating back), binds each file over its place
-// in /proc read-only, and starts cmd there.
-func startInMountNS(cmd *exec.Cmd, binds map[string]string) error {
+// namespace (nothing propagating back), binds each source over its place,
+// and starts cmd there.
+func startInMountNS(cmd *exec.Cmd, binds map[string]bind) error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
-	for dst, src := range binds {
-		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("mount %s on %s: %w", src, dst, err)
+	for dst, b := range binds {
+		if err := unix.Mount(b.src, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mount %s on %s: %w", b.src, dst, err)
+		}
+		if b.rw {
+			continue
 		}
 		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return fmt.Errorf("mount %s read-only: %w", dst, err)
@@ -709,6 +750,17 @@ func podIDs(pod *corev1.Pod) procIDs {
 		}
 	}
 	return ids
+}
+
+// claimName is the PersistentVolumeClaim pod's volume name stands for,
+// "" when it is not one.
+func claimName(pod *corev1.Pod, name string) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == name && v.PersistentVolumeClaim != nil {
+			return v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	return ""
 }
 
 // volume makes the host directory of the pod volume name.

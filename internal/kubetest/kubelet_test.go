@@ -176,7 +176,7 @@ func TestProcMounts(t *testing.T) {
 	var out strings.Builder
 	cmd.Stdout = &out
 	exited := make(chan struct{})
-	if err := startAndWait(cmd, map[string]string{"/proc/diskstats": empty}, func() { close(exited) }); err != nil {
+	if err := startAndWait(cmd, map[string]bind{"/proc/diskstats": {src: empty}}, func() { close(exited) }); err != nil {
 		t.Fatal(err)
 	}
 	<-exited

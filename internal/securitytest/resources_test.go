@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 )
 
@@ -67,7 +68,9 @@ func TestForkBomb(t *testing.T) {
 }
 
 // TestMemoryHog: a command that allocates past the size preset's memory is
-// OOM-killed inside the sandbox's cgroup (exit 137); the sidecar survives.
+// OOM-killed inside the sandbox's cgroup (exit 137, stop_reason
+// memory_limit); the sidecar survives. A kill -9 after it, also after a
+// restart of the control plane, has no stop_reason.
 func TestMemoryHog(t *testing.T) {
 	x := newSuite(t)
 	a, b := x.sandbox(api.CreateSandboxRequest{Label: "hog"}), x.sandbox(api.CreateSandboxRequest{Label: "bystander"})
@@ -96,6 +99,12 @@ func TestMemoryHog(t *testing.T) {
 	if res := x.run(a, "echo alive"); res.Stdout != "alive\n" {
 		t.Errorf("the sandbox after the OOM kill: %+v", res)
 	}
+	watch.check(t) // before the restart, which the bystander's pings would meet
+	// A restarted control plane adopts the sandbox and knows the kill
+	// was pinned already (the count seen is on disk): it counted from 0
+	// and pinned it on the next kill -9.
+	x.s.Restart(t)
+	x.c = client.New(x.s.BaseURL, x.s.APIKey)
 	// A SIGKILL that is not the OOM killer's (the count did not grow
 	// since) exits 137 without the reason, JSON or streamed.
 	if res := x.run(a, "kill -9 $$"); res.ExitCode != 137 || res.StopReason != "" {
@@ -115,7 +124,6 @@ func TestMemoryHog(t *testing.T) {
 	if res := stream(cmd); res.ExitCode != 137 || res.StopReason != api.StopReasonMemoryLimit {
 		t.Errorf("streamed memory hog = exit %d, stop_reason %q; want 137 and %q", res.ExitCode, res.StopReason, api.StopReasonMemoryLimit)
 	}
-	watch.check(t)
 }
 
 // tcpFill opens up to 1500 loopback TCP connections in the sandbox and

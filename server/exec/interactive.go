@@ -16,6 +16,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // interactiveFrame bounds one frame either way: a chunk of stdin or of
@@ -93,6 +94,9 @@ func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 		source = api.LogSourceHumanTakeover
 		maps.Copy(detail, grant.Detail())
 	}
+	if s.interactiveMemoryStop(r.Context(), sb, res) {
+		detail["stop_reason"] = api.StopReasonMemoryLimit
+	}
 	s.d.ObserveExec(s.d.Now().Sub(started))
 	s.d.Audit.Append(r.Context(), audit.Record{
 		Sandbox: sb, Source: source, Operation: "exec", Detail: detail, ExitCode: res.exit.ExitCode,
@@ -108,6 +112,30 @@ func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 	}
 	res.finish(r.Context(), down)
 	return nil
+}
+
+// interactiveMemoryStop gives the held exit frame stop_reason
+// memory_limit when the command ended with the exit code of a SIGKILL
+// while the sandbox's memory limit killed one of its processes
+// (Deps.MemoryKilled, asked only then, as for POST …/exec), and reports
+// whether it did. A stop_reason in the sidecar's own frame is dropped:
+// only the control plane's count says it.
+func (s *Service) interactiveMemoryStop(ctx context.Context, sb *model.Sandbox, res *interactiveResult) bool {
+	if res.raw == nil {
+		return false
+	}
+	killed := res.exit.ExitCode != nil && *res.exit.ExitCode == api.ExitCodeKilled && s.d.MemoryKilled(ctx, sb)
+	if !killed && res.exit.StopReason == "" {
+		return false
+	}
+	res.exit.StopReason = ""
+	if killed {
+		res.exit.StopReason = api.StopReasonMemoryLimit
+	}
+	if b, err := json.Marshal(res.exit); err == nil {
+		res.raw = b
+	}
+	return killed
 }
 
 // interactiveResult is what the relay saw: bytes each way and the exit

@@ -200,11 +200,12 @@ func TestConsole(t *testing.T) {
 
 	var sb api.Sandbox
 	s.mustJSON("POST", "/ui/api/v1/sandboxes", api.CreateSandboxRequest{Label: "ui-kube"}, http.StatusCreated, &sb)
-	// The kube driver does not report usage (yet): the sandbox page shows
-	// the API's message in place of the resources.
-	if code, body := s.do("GET", "/ui/api/v1/sandboxes/"+sb.ID+"/stats", nil); code != http.StatusOK &&
-		(code != http.StatusNotImplemented || !strings.Contains(string(body), `"code":"`+api.CodeNotSupported+`"`)) {
-		t.Errorf("stats: %d %s, want 200 or 501 not_supported", code, body)
+	// The sandbox page's resources: the pod's use, read by its sidecar
+	// (TestStatsOnKube).
+	var stats api.SandboxStats
+	s.mustJSON("GET", "/ui/api/v1/sandboxes/"+sb.ID+"/stats", nil, http.StatusOK, &stats)
+	if stats.MemoryBytes <= 0 {
+		t.Errorf("stats through the console: %+v, want the pod's memory", stats)
 	}
 	var procs map[string]any
 	s.mustJSON("GET", "/ui/api/v1/sandboxes/"+sb.ID+"/processes", nil, http.StatusOK, &procs)

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -121,6 +122,9 @@ type Driver struct {
 	egress egress.Listeners // the egress proxies' listeners (egress.go)
 	kept   keptSidecars     // sandboxes' sidecars Stats reaches (kept.go)
 
+	metaCodec runtime.Decoder // Live's metadata-only lists (lost.go)
+	livePage  int64           // pods per page of Live's list: livePageSize, fewer in a test
+
 	watchedMu sync.Mutex
 	watched   map[string]bool // sandboxes with a pod at the last WatchLost's end (lost.go)
 }
@@ -151,7 +155,11 @@ func New(client kubernetes.Interface, cfg Config) (*Driver, error) {
 	if _, err := resource.ParseQuantity(cfg.TmpSize); err != nil {
 		return nil, fmt.Errorf("kube driver: tmp size: %w", err)
 	}
-	d := &Driver{cfg: cfg, client: client, log: cfg.Log, now: time.Now}
+	metaCodec, err := newMetaCodec()
+	if err != nil {
+		return nil, fmt.Errorf("kube driver: %w", err)
+	}
+	d := &Driver{cfg: cfg, client: client, log: cfg.Log, now: time.Now, metaCodec: metaCodec, livePage: livePageSize}
 	d.pool = newPool(d)
 	return d, nil
 }

@@ -37,9 +37,10 @@ type keptSidecars struct {
 
 // keptSidecar is one sandbox's pod's sidecar.
 type keptSidecar struct {
-	pod types.UID
-	ep  model.Endpoint
-	hc  *http.Client
+	pod     types.UID
+	podName string
+	ep      model.Endpoint
+	hc      *http.Client
 }
 
 // get returns sandbox id's kept sidecar, looking it up with find (and
@@ -59,7 +60,7 @@ func (k *keptSidecars) get(ctx context.Context, id string, find func(context.Con
 	if err != nil {
 		return nil, false, err
 	}
-	s = &keptSidecar{pod: pod.UID, ep: ep, hc: hc}
+	s = &keptSidecar{pod: pod.UID, podName: pod.Name, ep: ep, hc: hc}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/boxkite/boxkite/server/sqlstore"
 	"github.com/google/go-cmp/cmp"
@@ -49,6 +50,8 @@ type env struct {
 	cfg     kube.Config
 	srvCfg  server.Config // the server's, but for the key and driver name
 	console bool          // serve the web console at /ui/, as boxkite-server does
+	// secrets, when set, makes the server's secrets service over its store.
+	secrets func(st *sqlstore.Store) *secrets.Service
 
 	driver *kube.Driver
 	st     *sqlstore.Store // the running server's
@@ -112,6 +115,9 @@ func (e *env) open(t *testing.T) controlPlane {
 	}
 	sc := e.srvCfg
 	sc.BootstrapAPIKey, sc.DriverName = e.key, "kube"
+	if e.secrets != nil {
+		sc.Secrets = e.secrets(st)
+	}
 	srv, err := server.New(sc, st, d, e.cfg.Log)
 	if err != nil {
 		t.Fatal(err)

@@ -99,11 +99,14 @@ func cgroupValue(dirs []string, name string) (int64, error) {
 
 // TestPodMemoryLimit: a command that allocates past its sandbox's memory
 // limit is OOM-killed in its pod's cgroup and its exec reports it as the
-// local driver's does (exit 137, internal/securitytest's TestMemoryHog);
-// the sidecar survives it.
+// local driver's does (exit 137 and stop_reason memory_limit,
+// internal/securitytest's TestMemoryHog); the sidecar survives it. A
+// kill -9 after it is a plain 137, also for a restarted server (a new
+// driver): the kill pinned on the hog is on the pod's annotation, not in
+// the first server's memory. Before, a kube exec never had the reason.
 func TestPodMemoryLimit(t *testing.T) {
 	const limit = 256 << 20
-	_, c, id, dirs := limitedSandbox(t, "1", "256Mi")
+	e, c, id, dirs := limitedSandbox(t, "1", "256Mi")
 	ctx := context.Background()
 	cmd := fmt.Sprintf(`python3 -c 'b = b"x" * %d; print("survived")'`, 4*limit)
 	res, err := c.Exec(ctx, id, api.ExecRequest{Command: cmd, Timeout: 120})
@@ -112,6 +115,9 @@ func TestPodMemoryLimit(t *testing.T) {
 	}
 	if res.ExitCode != 128+int(syscall.SIGKILL) || strings.Contains(res.Stdout, "survived") {
 		t.Errorf("a command allocating %d MiB in a sandbox of %d MiB = %+v, want it killed (exit 137)", 4*limit>>20, limit>>20, res)
+	}
+	if res.StopReason != api.StopReasonMemoryLimit {
+		t.Errorf("the memory hog's stop_reason = %q, want %q", res.StopReason, api.StopReasonMemoryLimit)
 	}
 	oom, err := cgroupStat(dirs, "memory.events", "oom_kill") // cgroup v2
 	if err != nil {
@@ -122,6 +128,21 @@ func TestPodMemoryLimit(t *testing.T) {
 	}
 	if out := mustExec(t, c, id, "echo alive"); out != "alive\n" {
 		t.Errorf("the sandbox after the OOM kill said %q", out)
+	}
+	if res, err := c.Exec(ctx, id, api.ExecRequest{Command: "kill -9 $$", Timeout: 30}); err != nil || res.ExitCode != 137 || res.StopReason != "" {
+		t.Errorf("kill -9 after the OOM kill = %+v, %v; want exit 137 without a stop_reason", res, err)
+	}
+	restarted, err := kube.New(e.cluster.Client, e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restarted.Release()
+	if killed, err := restarted.MemoryKilled(ctx, id); err != nil || killed {
+		t.Errorf("a restarted server's MemoryKilled after the kill was pinned = %v, %v; want false", killed, err)
+	}
+	res, err = c.ExecStreamResult(ctx, id, api.ExecRequest{Command: cmd, Timeout: 120}, func(api.ExecEvent) error { return nil })
+	if err != nil || res.ExitCode != 137 || res.StopReason != api.StopReasonMemoryLimit {
+		t.Errorf("a streamed memory hog = %+v, %v; want exit 137 and stop_reason %q", res, err, api.StopReasonMemoryLimit)
 	}
 }
 

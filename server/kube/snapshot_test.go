@@ -81,8 +81,8 @@ func TestSnapshots(t *testing.T) {
 	}
 }
 
-// TestPause is pause and resume on the kube driver: freeze is refused
-// with a hint; a filesystem pause copies the workspace out and deletes the
+// TestPause is pause and resume on the kube driver: freeze and
+// checkpoint are refused with a hint; a filesystem pause copies the workspace out and deletes the
 // pod; a restarted control plane keeps it paused; resume starts it again at a new address with the same id and
 // token, the files back, the process started with restart running again
 // and the other reported ended; a paused sandbox deleted leaves no Secret
@@ -113,6 +113,15 @@ func TestPause(t *testing.T) {
 	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Code != api.CodeNotSupported ||
 		!strings.Contains(ae.Hint, "mode filesystem instead") || strings.Contains(ae.Hint, "freeze") {
 		t.Errorf("freeze on kube: %#v, want not_supported with a hint to pause with mode filesystem", err)
+	}
+	// So is checkpoint, with the same hint, and the sandbox still runs.
+	_, err = c.PauseSandbox(ctx, sb.ID, api.PauseCheckpoint)
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Code != api.CodeNotSupported || ae.Message == "" ||
+		!strings.Contains(ae.Hint, "mode filesystem instead") {
+		t.Errorf("checkpoint on kube: %#v, want not_supported with a hint to pause with mode filesystem", err)
+	}
+	if got, err := c.Sandbox(ctx, sb.ID); err != nil || got.Status != api.StatusActive || got.PausedWith != "" {
+		t.Errorf("after the refused pauses: %+v, %v; want it active", got, err)
 	}
 	paused, err := c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem)
 	if err != nil || paused.Status != api.StatusPaused {

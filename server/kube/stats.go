@@ -32,18 +32,28 @@ var _ model.StatsDriver = (*Driver)(nil)
 // sidecar that fails the request is dropped and looked up again once: a
 // pod another replica paused, resumed or deleted.
 func (d *Driver) Stats(ctx context.Context, id string) (model.Stats, error) {
+	u, _, err := d.usage(ctx, id)
+	if err != nil {
+		return model.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, err)
+	}
+	return model.Stats{MemoryBytes: u.MemoryBytes, MemoryAnonBytes: u.MemoryAnonBytes, Pids: u.Pids, CPUMicros: u.CPUMicros}, nil
+}
+
+// usage asks sandbox id's kept sidecar for GET /usage, and returns the
+// sidecar it asked: Stats's and MemoryKilled's.
+func (d *Driver) usage(ctx context.Context, id string) (api.SidecarUsage, *keptSidecar, error) {
 	for retried := false; ; retried = true {
 		s, cached, err := d.kept.get(ctx, id, d.runningPod)
 		if err != nil {
-			return model.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, err)
+			return api.SidecarUsage{}, nil, err
 		}
-		st, err := sidecarUsage(ctx, s.hc, s.ep, id)
+		u, err := sidecarUsage(ctx, s.hc, s.ep, id)
 		if err == nil || isAPIError(err) || errors.Is(err, model.ErrNoStats) {
-			return st, err
+			return u, s, err
 		}
 		d.kept.forget(id, s)
 		if !cached || retried || ctx.Err() != nil {
-			return model.Stats{}, err
+			return api.SidecarUsage{}, nil, err
 		}
 	}
 }
@@ -57,34 +67,34 @@ func isAPIError(err error) bool {
 
 // sidecarUsage asks the sidecar at ep of sandbox id for GET /usage
 // through hc.
-func sidecarUsage(ctx context.Context, hc *http.Client, ep model.Endpoint, id string) (model.Stats, error) {
+func sidecarUsage(ctx context.Context, hc *http.Client, ep model.Endpoint, id string) (api.SidecarUsage, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+ep.Address+"/usage", nil)
 	if err != nil {
-		return model.Stats{}, fmt.Errorf("sidecar /usage: %w", err)
+		return api.SidecarUsage{}, fmt.Errorf("sidecar /usage: %w", err)
 	}
 	req.Header.Set(api.HeaderSidecarToken, ep.Token)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return model.Stats{}, fmt.Errorf("sidecar /usage: %w", err)
+		return api.SidecarUsage{}, fmt.Errorf("sidecar /usage: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
-		return model.Stats{}, fmt.Errorf("sidecar /usage: %w", err)
+		return api.SidecarUsage{}, fmt.Errorf("sidecar /usage: %w", err)
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		var u api.SidecarUsage
 		if err := json.Unmarshal(body, &u); err != nil {
-			return model.Stats{}, fmt.Errorf("sidecar /usage: decode: %w", err)
+			return api.SidecarUsage{}, fmt.Errorf("sidecar /usage: decode: %w", err)
 		}
-		return model.Stats{MemoryBytes: u.MemoryBytes, MemoryAnonBytes: u.MemoryAnonBytes, Pids: u.Pids, CPUMicros: u.CPUMicros}, nil
+		return u, nil
 	case resp.StatusCode == http.StatusNotFound && api.SidecarProtocolOf(resp.Header) < usageProtocol:
-		return model.Stats{}, olderSidecarUsage(id)
+		return api.SidecarUsage{}, olderSidecarUsage(id)
 	case resp.StatusCode == http.StatusNotImplemented:
-		return model.Stats{}, fmt.Errorf("sidecar /usage: %s: %w", sidecarMessage(body), model.ErrNoStats)
+		return api.SidecarUsage{}, fmt.Errorf("sidecar /usage: %s: %w", sidecarMessage(body), model.ErrNoStats)
 	}
-	return model.Stats{}, fmt.Errorf("sidecar /usage: %s: %s", resp.Status, sidecarMessage(body))
+	return api.SidecarUsage{}, fmt.Errorf("sidecar /usage: %s: %s", resp.Status, sidecarMessage(body))
 }
 
 // olderSidecarUsage is Stats of a sandbox whose sidecar predates GET

@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestStatsOlderSidecar: the usage a sidecar reads is the sandbox's
-// Stats; a sidecar older than GET /usage (its own "no route" 404, an
+// TestStatsOlderSidecar: the usage a sidecar reads (its OOM kills too)
+// is the sandbox's Stats and MemoryKilled's count; a sidecar older than GET /usage (its own "no route" 404, an
 // older protocol) is a 501 not_supported that says so and how to get a
 // sandbox that reports it, not a bare 404; a container without
 // accounting is model.ErrNoStats; a 404 of a sidecar that serves /usage
@@ -24,19 +24,19 @@ func TestStatsOlderSidecar(t *testing.T) {
 		name, protocol string
 		status         int
 		body           string
-		want           model.Stats
+		want           api.SidecarUsage
 		wantCode       string // of an *api.Error
 		wantErr        error
 	}{
 		{
-			"sidecar that serves it", "2", 200, `{"memory_bytes":3,"memory_anon_bytes":2,"pids":4,"cpu_micros":5}`,
-			model.Stats{MemoryBytes: 3, MemoryAnonBytes: 2, Pids: 4, CPUMicros: 5},
+			"sidecar that serves it", "2", 200, `{"memory_bytes":3,"memory_anon_bytes":2,"pids":4,"cpu_micros":5,"oom_kills":1}`,
+			api.SidecarUsage{MemoryBytes: 3, MemoryAnonBytes: 2, Pids: 4, CPUMicros: 5, OOMKills: 1},
 			"", nil,
 		},
-		{"older sidecar", "1", 404, `{"error":{"code":"not_found","message":"no route GET /usage"}}`, model.Stats{}, api.CodeNotSupported, nil},
-		{"sidecar before protocol versions", "", 404, `{"error":{"code":"not_found","message":"no route GET /usage"}}`, model.Stats{}, api.CodeNotSupported, nil},
-		{"no accounting", "2", 501, `{"error":{"code":"not_supported","message":"no resource accounting"}}`, model.Stats{}, "", model.ErrNoStats},
-		{"404 of a sidecar that serves it", "2", 404, `{"error":{"code":"not_found","message":"x"}}`, model.Stats{}, "", nil},
+		{"older sidecar", "1", 404, `{"error":{"code":"not_found","message":"no route GET /usage"}}`, api.SidecarUsage{}, api.CodeNotSupported, nil},
+		{"sidecar before protocol versions", "", 404, `{"error":{"code":"not_found","message":"no route GET /usage"}}`, api.SidecarUsage{}, api.CodeNotSupported, nil},
+		{"no accounting", "2", 501, `{"error":{"code":"not_supported","message":"no resource accounting"}}`, api.SidecarUsage{}, "", model.ErrNoStats},
+		{"404 of a sidecar that serves it", "2", 404, `{"error":{"code":"not_found","message":"x"}}`, api.SidecarUsage{}, "", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -39,7 +39,8 @@ type Leftover struct {
 
 // Cleanup deletes every sandbox and warm pool member of the state
 // directory cfg.StateDir (killing their processes, removing their cgroups,
-// unmounting and discarding their disks), unmounts its volumes' and
+// unmounting and discarding their disks, those of removals a server did
+// not finish after its answer too), unmounts its volumes' and
 // images' filesystems, and removes the driver's parent cgroups when they
 // are empty. It needs no sidecar binary and no running server. It returns
 // what is still left, each with the command to remove it; a nil error and
@@ -67,6 +68,7 @@ func Cleanup(ctx context.Context, cfg Config) ([]Leftover, error) {
 		d.images = loopdisk.NewImages(filepath.Join(d.data, "images"), nil)
 		d.storage = StorageLoop
 	}
+	d.finishRemovals() // those a server that died after its answers left
 	if err := d.clearPool(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("clear warm pool: %w", err))
 	}
@@ -86,6 +88,9 @@ func Cleanup(ctx context.Context, cfg Config) ([]Leftover, error) {
 		})
 	}
 	wg.Wait()
+	if err := d.removals.wait(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := d.unmountVolumes(); err != nil {
 		errs = append(errs, err)
 	}

@@ -69,4 +69,8 @@ func (d *Driver) Release() {
 	}
 	d.egress.CloseAll()
 	d.releaseHandles()
+	// A process's death would end its removals under way; in one process
+	// (tests) they finish first, so the next Driver does not meet them
+	// half done (a removal left unstarted is finished by that Driver).
+	_ = d.removals.wait(context.Background())
 }

@@ -170,8 +170,9 @@ type Driver struct {
 	disks     diskHandles // sandbox disks kept open to flush them (storage.go)
 	frozen    frozenSet   // sandboxes frozen while the host's disk is full (storage.go)
 	snapLocks idLocks     // one snapshot at a time per sandbox (snapshot.go)
+	removals  removals    // removals finishing after their answer (removals.go)
 	criu      criuCheck   // whether pause mode checkpoint could work (pause.go)
-	oom       oomSeen     // OOM-kill counts last seen (stats.go)
+	oom       oomSeen     // one OOM-kill count check at a time (stats.go)
 }
 
 var _ model.Driver = (*Driver)(nil)
@@ -239,6 +240,7 @@ func New(cfg Config) (*Driver, error) {
 		d.images.EmptyTrash()
 	}
 	d.emptySnapshotTrash()
+	d.finishRemovals()
 	if err := os.MkdirAll(d.sandboxesDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
@@ -678,7 +680,8 @@ func newToken() (string, error) {
 }
 
 // Delete kills the sandbox's processes and removes its cgroup, disk and
-// state. A gone sandbox is not an error.
+// state; the disk's unmount and the files' removal finish after it
+// returns (removals.go). A gone sandbox is not an error.
 func (d *Driver) Delete(ctx context.Context, id string) error {
 	if !validID.MatchString(id) {
 		return nil // no such sandbox can exist
@@ -692,7 +695,6 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	d.loss.unwatch(id) // a deletion is not a loss
 	d.closeDisks(id)
 	d.frozen.set(id, false)
-	d.oom.forget(id)
 	st, err := readState(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -722,18 +724,9 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	delete(d.children, id)
 	d.mu.Unlock()
 	d.egress.Close(id)
-	// Unmounted whatever the state says: a crash may have come between the
-	// mount and the state file.
-	loop := loopdisk.LoopDevice(filepath.Join(dir, diskMount))
-	if err := loopdisk.Unmount(filepath.Join(dir, diskMount)); err != nil {
-		return fmt.Errorf("delete sandbox %s: %w", id, err)
-	}
-	if d.images != nil {
-		if err := d.images.Discard(filepath.Join(dir, diskImage), loop); err != nil {
-			return fmt.Errorf("delete sandbox %s: %w", id, err)
-		}
-	}
-	if err := removeAll(dir); err != nil {
+	// The disk's unmount, the image and the files: after the answer
+	// (removals.go).
+	if err := d.removeFiles(dir); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
 	return nil
@@ -807,6 +800,9 @@ func (d *Driver) Shutdown(ctx context.Context) error {
 		wg.Go(func() { errs[i] = d.Delete(ctx, o.ID) })
 	}
 	wg.Wait()
+	// The disks' unmounts, after the deletes' answers: before the clone
+	// pool holding their images goes.
+	errs = append(errs, d.removals.wait(ctx))
 	// Volumes and snapshots outlive the server, their mounts do not.
 	errs = append(errs, d.unmountVolumes(), d.unmountClonePool(), d.spawner.Close(), d.copy.Close())
 	return errors.Join(append(errs, perr)...)

@@ -4,12 +4,16 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 var (
@@ -46,22 +50,39 @@ func (d *Driver) Stats(_ context.Context, id string) (model.Stats, error) {
 	return out, nil
 }
 
-// oomSeen is the OOM-kill count of each sandbox's cgroup last seen by
-// MemoryKilled; a sandbox missing from it (none asked yet, or a restarted
-// driver) counts from 0, its cgroup's start.
+// oomSeen serializes MemoryKilled's read, compare and write of a
+// sandbox's oomSeenFile.
 type oomSeen struct {
-	mu   sync.Mutex
-	seen map[string]int64
+	mu sync.Mutex
+}
+
+// oomSeenFile, in a sandbox's directory, holds the OOM-kill count of its
+// jail's cgroup MemoryKilled last saw, with the jail it was seen for
+// (oomSeenState). It is on disk, not in the driver's memory, so a
+// restarted server that adopts the jail does not pin a kill seen before
+// its restart on the next command ending with a SIGKILL (it counted from
+// 0). Written only when the count grew: never on an exec's way.
+const oomSeenFile = "oom-seen.json"
+
+// oomSeenState is oomSeenFile's content: Count was seen in the cgroup of
+// the jail PID started at StartTime. A new jail (a resume after a
+// filesystem pause) has a new cgroup, counted from 0.
+type oomSeenState struct {
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"start_time"`
+	Count     int64  `json:"count"`
 }
 
 // MemoryKilled implements model.MemoryKillDriver from the sandbox's
 // cgroup's OOM-kill count (jail.Cgroup.OOMKills): true when it grew since
-// the last call. Without cgroup limits nothing is ever killed at one.
+// the count oomSeenFile holds for the running jail. Without cgroup limits
+// nothing is ever killed at one.
 func (d *Driver) MemoryKilled(_ context.Context, id string) (bool, error) {
 	if !validID.MatchString(id) {
 		return false, fmt.Errorf("sandbox memory kills %s: %w", id, model.ErrNotFound)
 	}
-	st, err := readState(d.sandboxDir(id))
+	dir := d.sandboxDir(id)
+	st, err := readState(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("sandbox memory kills %s: %w", id, model.ErrNotFound)
 	}
@@ -69,22 +90,43 @@ func (d *Driver) MemoryKilled(_ context.Context, id string) (bool, error) {
 		return false, fmt.Errorf("sandbox memory kills %s: %w", id, err)
 	}
 	n, ok, err := st.Cgroup.OOMKills()
-	if err != nil || !ok {
+	if err != nil || !ok || n == 0 {
 		return false, err
 	}
 	d.oom.mu.Lock()
 	defer d.oom.mu.Unlock()
-	if d.oom.seen == nil {
-		d.oom.seen = map[string]int64{}
+	var seen oomSeenState
+	b, err := jail.ReadSmallFile(filepath.Join(dir, oomSeenFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return false, fmt.Errorf("sandbox memory kills %s: %w", id, err)
+	default:
+		_ = json.Unmarshal(b, &seen) // garbled: seen none, as without the file
 	}
-	last := d.oom.seen[id]
-	d.oom.seen[id] = n
-	return n > last, nil
+	if seen.PID != st.PID || seen.StartTime != st.StartTime {
+		seen = oomSeenState{PID: st.PID, StartTime: st.StartTime} // another jail's count
+	}
+	if n <= seen.Count {
+		return false, nil
+	}
+	seen.Count = n
+	if err := writeOOMSeen(dir, seen); err != nil {
+		return false, fmt.Errorf("sandbox memory kills %s: %w", id, err)
+	}
+	return true, nil
 }
 
-// forget drops a deleted sandbox's count.
-func (o *oomSeen) forget(id string) {
-	o.mu.Lock()
-	delete(o.seen, id)
-	o.mu.Unlock()
+// writeOOMSeen replaces dir's oomSeenFile with seen (a rename: never half
+// written).
+func writeOOMSeen(dir string, seen oomSeenState) error {
+	b, err := json.Marshal(seen)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, oomSeenFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, oomSeenFile))
 }
