@@ -29,7 +29,7 @@ func (s *Server) DeleteBucket(t testing.TB) {
 		if err != nil {
 			t.Fatalf("objtest: open %s: %v", c.Kind, err)
 		}
-		for k := range List(t, b, "") {
+		for k := range ListRaw(t, b, "") {
 			if err := b.Delete(ctx, k); err != nil {
 				t.Fatalf("objtest: empty the bucket: %v", err)
 			}

@@ -40,6 +40,23 @@ type Server struct {
 	// exited is closed when the store's process has exited (nil for a
 	// store in this process).
 	exited func() <-chan struct{}
+	// metadata is the file Azurite keeps its objects' records in ("" for
+	// the others, which write them at once).
+	metadata string
+}
+
+// Settle waits until a stop of the store keeps the object key: Azurite
+// holds its records in memory and writes them out every 5 s, so a kill
+// before that loses objects it acknowledged (and can lose the container).
+func (s *Server) Settle(t testing.TB, key string) {
+	t.Helper()
+	if s.metadata == "" {
+		return
+	}
+	Wait(t, "Azurite's record of "+key+" on disk", time.Minute, func() bool {
+		data, err := os.ReadFile(s.metadata)
+		return err == nil && strings.Contains(string(data), `"`+key+`"`)
+	})
 }
 
 // errExited is waitReady's answer when the store's process exits first:
@@ -206,9 +223,9 @@ func Wait(t testing.TB, what string, within time.Duration, ok func() bool) {
 	}
 }
 
-// List returns what b holds under prefix: each object's key with prefix
-// cut off, and its size.
-func List(t testing.TB, b storagesync.Backend, prefix string) map[string]int64 {
+// ListRaw returns what b holds under prefix: each object's key with
+// prefix cut off, and its size.
+func ListRaw(t testing.TB, b storagesync.Backend, prefix string) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
 	if err := b.List(context.Background(), prefix, func(o storagesync.Object) error {
@@ -220,6 +237,25 @@ func List(t testing.TB, b storagesync.Backend, prefix string) map[string]int64 {
 	return out
 }
 
+// List is ListRaw as boxkite reads a sandbox's prefix: when prefix holds
+// storagesync.NamesMarker, each name is the workspace path it holds
+// (storagesync.WorkspacePath) and the marker is left out; the object of
+// a path p is prefix+storagesync.ObjectName(p).
+func List(t testing.TB, b storagesync.Backend, prefix string) map[string]int64 {
+	t.Helper()
+	raw := ListRaw(t, b, prefix)
+	if _, ok := raw[storagesync.NamesMarker]; !ok {
+		return raw
+	}
+	out := make(map[string]int64, len(raw))
+	for name, size := range raw {
+		if p, ok := storagesync.WorkspacePath(name); ok {
+			out[p] = size
+		}
+	}
+	return out
+}
+
 // Holds reports whether b holds exactly want under prefix (List's keys
 // and sizes): the storage tests' "every file back" condition.
 func Holds(t testing.TB, b storagesync.Backend, prefix string, want map[string]int64) bool {
@@ -227,16 +263,16 @@ func Holds(t testing.TB, b storagesync.Backend, prefix string, want map[string]i
 	return maps.Equal(List(t, b, prefix), want)
 }
 
-// Clear deletes every object b holds under prefix, and fails t unless
-// none is left.
+// Clear deletes every object b holds under prefix (a sandbox's marker
+// too), and fails t unless none is left.
 func Clear(t testing.TB, b storagesync.Backend, prefix string) {
 	t.Helper()
-	for k := range List(t, b, prefix) {
+	for k := range ListRaw(t, b, prefix) {
 		if err := b.Delete(context.Background(), prefix+k); err != nil {
 			t.Fatalf("objtest: delete %s: %v", prefix+k, err)
 		}
 	}
-	if n := len(List(t, b, prefix)); n != 0 {
+	if n := len(ListRaw(t, b, prefix)); n != 0 {
 		t.Fatalf("objtest: %s still holds %d objects after deleting them", prefix, n)
 	}
 }

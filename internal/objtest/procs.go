@@ -140,6 +140,8 @@ func startAzurite(t testing.TB, pick portPicker) (*Server, error) {
 				AzuriteKey, port),
 		},
 		stop: p.stop, start: p.start, exited: p.exited,
+		// Azurite's default name for it under --location.
+		metadata: filepath.Join(dir, "__azurite_db_blob__.json"),
 	}, nil
 }
 

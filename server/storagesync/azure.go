@@ -67,6 +67,14 @@ func (b *azureBackend) ensureBucket(ctx context.Context) (bool, error) {
 	if err == nil {
 		return false, nil
 	}
+	if bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationResourceTypeMismatch) {
+		// A SAS of the container itself may list its blobs but not read
+		// its properties: a listing of one blob checks it as well.
+		pager := b.cl.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{MaxResults: to.Ptr[int32](1)})
+		if _, err = pager.NextPage(ctx); err == nil {
+			return false, nil
+		}
+	}
 	if !bloberror.HasCode(err, bloberror.ContainerNotFound) {
 		return false, fmt.Errorf("check container %s: %w", b.name, terseAzure(err))
 	}

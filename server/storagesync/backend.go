@@ -97,8 +97,19 @@ func redactURL(u string) string {
 }
 
 // Open returns the backend c configures, checking that its bucket can be
-// reached (and creating it when c.CreateBucket is set).
+// reached (and creating it when c.CreateBucket is set). Its errors, and
+// the backend's, never carry c's credentials (secrets.go).
 func Open(ctx context.Context, c Config) (Backend, error) {
+	keys := c.secrets()
+	redact := newRedactor(keys)
+	b, err := open(ctx, c)
+	if err != nil {
+		return nil, redactErr(redact, err)
+	}
+	return &guarded{b: b, redact: redact, keys: keys}, nil
+}
+
+func open(ctx context.Context, c Config) (Backend, error) {
 	if c.Bucket == "" {
 		return nil, errors.New("open object storage: no bucket")
 	}

@@ -47,6 +47,7 @@ func (s *Service) bucketGone(ctx context.Context, err error) bool {
 	}
 	s.mu.Lock()
 	clear(s.verified)
+	clear(s.names) // a bucket made again holds no marker
 	s.mu.Unlock()
 	m, ok := s.d.Backend.(bucketMaker)
 	if !ok || !m.createsBucket() {

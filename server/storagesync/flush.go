@@ -70,6 +70,10 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 			}
 		}
 	}
+	// Before anything is written: the prefix holds escaped names (names.go).
+	if err := s.ensureNames(ctx, st); err != nil {
+		return res, err
+	}
 	plan, err := s.planFlush(ctx, st.SandboxID, entries, final, started, &res)
 	if err != nil {
 		return res, err
@@ -230,7 +234,7 @@ func (u *uploader) spawn(slots chan struct{}, fn func() error) {
 
 // put stores one file and notes it for the index.
 func (u *uploader) put(name string, r io.Reader, size int64, mtime time.Time) error {
-	if err := u.s.d.Backend.Put(u.ctx, u.s.key(u.st.AccountID, u.st.SandboxID, name), r, size); err != nil {
+	if err := u.s.d.Backend.Put(u.ctx, u.s.objectKey(u.st.AccountID, u.st.SandboxID, name, true), r, size); err != nil {
 		return err
 	}
 	u.mu.Lock()
@@ -257,7 +261,7 @@ func (u *uploader) recordLocked() {
 // remove deletes the object of a file gone from the workspace.
 func (u *uploader) remove(p string) {
 	u.spawn(u.slots, func() error {
-		if err := u.s.d.Backend.Delete(u.ctx, u.s.key(u.st.AccountID, u.st.SandboxID, p)); err != nil {
+		if err := u.s.d.Backend.Delete(u.ctx, u.s.objectKey(u.st.AccountID, u.st.SandboxID, p, true)); err != nil {
 			return err
 		}
 		if err := u.s.d.Store.DeleteSynced(u.ctx, u.st.SandboxID, p); err != nil {

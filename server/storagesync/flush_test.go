@@ -293,7 +293,7 @@ func TestFlushFileBecomesDirectory(t *testing.T) {
 		if _, err := s.flush(t.Context(), state, true); err != nil {
 			t.Fatalf("flush of %v: %v", slices.Collect(maps.Keys(step)), err)
 		}
-		want := map[string][]byte{}
+		want := map[string][]byte{"p/acct/sb/" + NamesMarker: []byte(namesMarkerBody)}
 		for p, f := range step {
 			want["p/acct/sb/"+p] = f.data
 		}

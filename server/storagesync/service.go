@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -127,6 +128,7 @@ type Service struct {
 	settles   map[string]time.Time   // when a file found changing will have settled
 	tracks    map[string]*tracked    // each sandbox's journal token and counters (journal.go)
 	verified  map[string]bool        // sandboxes whose index this server checked against the bucket (verify.go)
+	names     map[string]bool        // sandboxes whose prefix this server's flush found or made escaped (names.go)
 	fullEvery time.Duration          // FullWalkEvery
 }
 
@@ -162,9 +164,9 @@ func New(d Deps) (*Service, error) {
 	d.Prefix = strings.Trim(d.Prefix, "/")
 	burst := int(min(d.Bandwidth, 1<<20))
 	return &Service{
-		d: d, scan: max(d.Interval/4, tick), stable: min(d.StableFor, d.Interval/4), limit: rate.NewLimiter(rate.Limit(d.Bandwidth), burst), redact: redactor(d.Secrets),
+		d: d, scan: max(d.Interval/4, tick), stable: min(d.StableFor, d.Interval/4), limit: rate.NewLimiter(rate.Limit(d.Bandwidth), burst), redact: redactor(append(slices.Clone(d.Secrets), backendSecrets(d.Backend)...)),
 		wake: make(chan struct{}, 1), locks: map[string]*sync.Mutex{}, scanned: map[string]time.Time{}, busy: map[string]bool{}, settles: map[string]time.Time{},
-		tracks: map[string]*tracked{}, verified: map[string]bool{}, fullEvery: max(d.FullWalkEvery, d.Interval),
+		tracks: map[string]*tracked{}, verified: map[string]bool{}, names: map[string]bool{}, fullEvery: max(d.FullWalkEvery, d.Interval),
 	}, nil
 }
 
@@ -173,11 +175,6 @@ func (s *Service) Kind() string { return s.d.Backend.Kind() }
 
 // Interval is the flush interval.
 func (s *Service) Interval() time.Duration { return s.d.Interval }
-
-// key is the object key of path in a sandbox's workspace.
-func (s *Service) key(accountID, sandboxID, p string) string {
-	return path.Join(s.d.Prefix, accountID, sandboxID, p)
-}
 
 // prefixOf is the key prefix of a sandbox's files, ending in "/".
 func (s *Service) prefixOf(accountID, sandboxID string) string {
@@ -254,6 +251,14 @@ func (s *Service) poke() {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// backendSecrets are the credentials of a Backend from Open.
+func backendSecrets(b Backend) []string {
+	if g, ok := b.(interface{ secrets() []string }); ok {
+		return g.secrets()
+	}
+	return nil
 }
 
 // redactor returns a function that cuts the credentials and any URL query

@@ -3,7 +3,6 @@ package storagesync
 import (
 	"context"
 	"fmt"
-	"strings"
 )
 
 // The index of stored files (Store.SyncedFiles) is what a flush compares
@@ -26,21 +25,19 @@ func (s *Service) verify(ctx context.Context, st *State) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("load the stored files: %w", err)
 	}
-	if len(known) == 0 {
+	if s.escapedHere(st.SandboxID) && len(known) == 0 {
 		s.markVerified(st.SandboxID)
 		return 0, nil
 	}
-	prefix := s.prefixOf(st.AccountID, st.SandboxID)
-	listed := make(map[string]int64, len(known))
-	if err := s.d.Backend.List(ctx, prefix, func(o Object) error {
-		listed[strings.TrimPrefix(o.Key, prefix)] = o.Size
-		return nil
-	}); err != nil {
-		return 0, fmt.Errorf("list the stored files: %w", err)
+	// The listing also moves a prefix written before names were escaped
+	// over (names.go): the files it forgets are not listed, so gone here.
+	listed, err := s.adopt(ctx, st)
+	if err != nil {
+		return 0, err
 	}
 	var gone []string
 	for p, f := range known {
-		if size, ok := listed[p]; !ok || size != f.Size {
+		if o, ok := listed[p]; !ok || o.Size != f.Size {
 			gone = append(gone, p)
 		}
 	}

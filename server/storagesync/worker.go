@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -204,6 +205,7 @@ func (s *Service) Final(ctx context.Context, sb *model.Sandbox, readable bool) {
 	s.mu.Lock()
 	delete(s.tracks, sb.ID)
 	delete(s.verified, sb.ID)
+	delete(s.names, sb.ID)
 	s.mu.Unlock()
 	st.State, st.FinalDone = StateFinal, ferr == nil && res.Complete
 	if s.d.Retention > 0 {
@@ -245,15 +247,22 @@ func (s *Service) DeleteStored(ctx context.Context, sb *model.Sandbox) error {
 }
 
 func (s *Service) deleteObjects(ctx context.Context, st *State) error {
-	var keys []string
-	if err := s.d.Backend.List(ctx, s.prefixOf(st.AccountID, st.SandboxID), func(o Object) error {
-		keys = append(keys, o.Key)
-		return nil
-	}); err != nil {
+	listed, err := s.listPrefix(ctx, st.AccountID, st.SandboxID)
+	if err != nil {
 		return err
 	}
-	for _, k := range keys {
-		if err := s.d.Backend.Delete(ctx, k); err != nil {
+	s.forgetNames(st.SandboxID)
+	// The marker goes last: a prefix cut short holds it as long as it
+	// holds an escaped name.
+	marker, hasMarker := listed[NamesMarker]
+	delete(listed, NamesMarker)
+	for _, o := range listed {
+		if err := s.d.Backend.Delete(ctx, o.Key); err != nil {
+			return err
+		}
+	}
+	if hasMarker {
+		if err := s.d.Backend.Delete(ctx, marker.Key); err != nil {
 			return err
 		}
 	}
@@ -291,13 +300,20 @@ func (s *Service) State(ctx context.Context, sandboxID string) (*State, error) {
 	return s.d.Store.SyncState(ctx, sandboxID)
 }
 
-// Stored lists a sandbox's files in the backend, paths relative to its
-// workspace.
+// Stored lists a sandbox's files in the backend, by their paths relative
+// to its workspace, in path order.
 func (s *Service) Stored(ctx context.Context, sb *model.Sandbox, fn func(path string, o Object) error) error {
-	prefix := s.prefixOf(sb.AccountID, sb.ID)
-	return s.d.Backend.List(ctx, prefix, func(o Object) error {
-		return fn(strings.TrimPrefix(o.Key, prefix), o)
-	})
+	listed, err := s.listPrefix(ctx, sb.AccountID, sb.ID)
+	if err != nil {
+		return err
+	}
+	files := storedNames(listed)
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		if err := fn(p, files[p]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Open opens one stored file of a sandbox (ErrNotFound when none).
@@ -305,5 +321,9 @@ func (s *Service) Open(ctx context.Context, sb *model.Sandbox, rel string) (io.R
 	if _, ok := StoredPath(rel); !ok {
 		return nil, ErrNotFound
 	}
-	return s.d.Backend.Get(ctx, s.key(sb.AccountID, sb.ID, rel))
+	escaped, err := s.namesOf(ctx, sb.AccountID, sb.ID)
+	if err != nil {
+		return nil, err
+	}
+	return s.d.Backend.Get(ctx, s.objectKey(sb.AccountID, sb.ID, rel, escaped))
 }
