@@ -159,9 +159,7 @@ func TestClonePoolFollowsHost(t *testing.T) {
 
 	// Full again, and the host no larger: refused up front.
 	fillPool(t, d, 16<<20)
-	d.capacity.mu.Lock()
-	d.capacity.reading = nil // read the host again now
-	d.capacity.mu.Unlock()
+	d.capacity.Forget() // read the host again now
 	err := d.AdmitCreate(ctx, 1)
 	var hl *model.HostLimitError
 	if !errors.As(err, &hl) {

@@ -417,27 +417,16 @@ func (d *Driver) adoptFrozen(id string) {
 	d.frozen.set(id, frozenCause(pool))
 }
 
-// diskRoom reads the host's and the clone pool's free space: low when
-// either is below half its watermark, where the storage watch freezes,
-// room when both are at or above it, where it thaws. A pool short of
-// space while the host has grown past it is grown first (the pool cannot
-// be grown by freeing, so a frozen sandbox would wait for nothing).
+// diskRoom reads the host's and the clone pool's free space
+// (hostcap.Host.DiskRoom): low when either is below half its watermark,
+// where the storage watch freezes, room when both are at or above it,
+// where it thaws.
 func (d *Driver) diskRoom() (low, pool, room bool, err error) {
-	r := &hostReading{}
-	if err := d.statDisk(r); err != nil {
-		return false, false, false, err
+	h := d.capacity.Host
+	if h == nil { // a driver New did not make (cleanup's)
+		h = newCapacity(d).Host
 	}
-	if pw := d.watermark(r.poolTotal); r.poolTotal > 0 && r.poolFree < pw && d.cow.growable(r.diskTotal) {
-		d.growClonePool()
-		if err := d.statPool(r); err != nil {
-			return false, false, false, err
-		}
-	}
-	w, pw := d.watermark(r.diskTotal), d.watermark(r.poolTotal)
-	hostLow := w > 0 && r.diskFree < w/2
-	pool = !hostLow && r.poolTotal > 0 && pw > 0 && r.poolFree < pw/2
-	room = r.diskFree >= w && (r.poolTotal == 0 || r.poolFree >= pw)
-	return hostLow || pool, pool, room, nil
+	return h.DiskRoom()
 }
 
 // releaseHandles closes what the driver holds open on its sandboxes'
