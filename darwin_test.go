@@ -62,7 +62,7 @@ func TestDarwinImportsVet(t *testing.T) {
 // `GOOS=darwin go vet ./...` skips them instead of failing half-way
 // through a package; the linux build has every file.
 func TestLinuxOnlyPackages(t *testing.T) {
-	for _, pkg := range []string{"./server/images", "./server/local", "./server/local/loopdisk"} {
+	for _, pkg := range []string{"./server/images", "./server/local", "./server/local/loopdisk", "./server/local/hostcap", "./server/local/hugecopy", "./server/local/snapstore"} {
 		for _, goos := range []string{"darwin", "linux"} {
 			list := exec.Command("go", "list", "-e", "-f", "{{len .GoFiles}} {{len .TestGoFiles}} {{len .IgnoredGoFiles}}", pkg)
 			list.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=arm64", "CGO_ENABLED=0")

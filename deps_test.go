@@ -257,14 +257,32 @@ var rules = map[string]depRule{
 		"server":          "the control plane imports organizations, never the reverse",
 		"server/sqlstore": "organizations keep their records through their Store interface",
 	}},
-	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks", "server/orgs", "server/oauth", "server/admin", "server/storagesync"}, forbidden: merge(clientGo)},
-	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/egress", "server/local/idrange", "server/local/loopdisk", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu", "internal/keylock"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks", "server/orgs", "server/oauth", "server/admin", "server/storagesync", "server/sqlstore/sqldb"}, forbidden: merge(clientGo)},
+	// The SQL machinery under the store: write slot, group commit,
+	// generation-checked cache, statement cache, DSNs, migrations.
+	"server/sqlstore/sqldb": {forbidden: merge(clientGo, imageLib), never: map[string]string{
+		"server/model":    "the SQL machinery knows no domain record; server/sqlstore maps its errors to model's",
+		"server/sqlstore": "the store uses the machinery, never the reverse",
+		"client/api":      "the SQL machinery knows nothing of the API",
+	}},
+	"server/local": {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/egress", "server/local/idrange", "server/local/loopdisk", "server/local/hostcap", "server/local/hugecopy", "server/local/snapstore", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu", "internal/keylock"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/local/idrange": {ours: []string{"client/api", "server/model", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/local": "the leases know nothing of sandboxes; the driver hands their files to its jails",
 	}},
 	"server/local/loopdisk": {forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/local": "the disks know nothing of sandboxes; the driver decides where each image lives",
 		"server/model": "images, loop devices and mounts are host plumbing, no domain record",
+	}},
+	"server/local/hostcap": {ours: []string{"client/api", "server/model", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/local": "the account of the host knows the driver only through its Source; the driver makes and feeds it",
+	}},
+	"server/local/hugecopy": {forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/local": "the copies know nothing of sandboxes; the driver runs its jails from one",
+		"server/model": "a binary's copies on a tmpfs are host plumbing, no domain record",
+	}},
+	"server/local/snapstore": {ours: []string{"server/local/loopdisk"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/local": "the store knows nothing of sandboxes; the driver copies their disks into it",
+		"server/model": "the store keeps images by key; the driver answers model.SnapshotDriver with it",
 	}},
 	"server/kube":   {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/egress", "server/internal/pintls", "client/api", "tools"}, forbidden: sqlDriver},
 	"server/images": {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},

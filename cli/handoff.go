@@ -31,6 +31,7 @@ type handoffFlags struct {
 	noAttach     bool
 	keepLocal    bool
 	all          bool
+	force        bool
 	lifetime     time.Duration
 	out          outputFlags
 }
@@ -70,11 +71,16 @@ exits with its status, as 'boxkite attach' does. If it cannot start, the sandbox
 'boxkite handoff --retry SANDBOX' sends the credentials again and starts it
 again. --dry-run prints the plan and sends nothing; --no-attach (or --json)
 sends everything and prints what to run instead; --keep-local keeps the
-rewritten session files staged on this machine and prints where.`,
+rewritten session files staged on this machine and prints where.
+
+A handoff into a sandbox a handoff was made into before (-s) first looks
+for files there that it would overwrite and that changed since that
+handoff (the agent's work): it refuses, naming a few, unless --force.`,
 		Example: `  boxkite handoff claude-code
   boxkite handoff codex --session 019c8a53-0000-7000-8000-00000000c0de --dry-run
   boxkite handoff opencode --no-attach
   boxkite handoff gemini --no-egress
+  boxkite handoff claude-code -s sb_0123abcd --force
   boxkite handoff --retry sb_0123abcd`,
 		GroupID:   groupSandboxes,
 		Args:      usageArgs(handoffArgs(&f)),
@@ -108,6 +114,7 @@ rewritten session files staged on this machine and prints where.`,
 	fl.BoolVar(&f.noAttach, "no-attach", false, "send everything, then print how to resume instead of attaching")
 	fl.BoolVar(&f.keepLocal, "keep-local", false, "keep the staged, rewritten session files on this machine")
 	fl.BoolVar(&f.all, "all", false, "send files .gitignore leaves out too")
+	fl.BoolVar(&f.force, "force", false, "with -s, overwrite files changed in the sandbox since the last handoff into it")
 	fl.Var(newDurationValue(&f.lifetime, 2*time.Hour, time.Minute), "lifetime", "lifetime of the new sandbox, e.g. 30m or 2h; a bare number is minutes")
 	f.out.register(cmd, handoffResult{})
 	return cmd
@@ -138,6 +145,8 @@ func handoffArgs(f *handoffFlags) cobra.PositionalArgs {
 			return errors.New("-s hands off into an existing sandbox, whose lifetime is set: leave out --lifetime ('boxkite session extend' changes it)")
 		case f.sandbox != "" && f.noEgress:
 			return errors.New("-s hands off into an existing sandbox, whose egress is set: leave out --no-egress")
+		case f.force && f.sandbox == "":
+			return errors.New("--force goes with -s: a new sandbox has nothing to overwrite")
 		}
 		for _, h := range f.allowHosts {
 			if !plausibleGrant(h) {
@@ -243,6 +252,15 @@ func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags
 		return discard(err)
 	}
 	fmt.Fprintf(app.IO.ErrOut, "%s in the sandbox: %s\n", agent.CLI, version)
+	if !created && !f.force {
+		changed, err := handoff.Changed(ctx, plan, handoffTarget{c, sb.ID}, execIn(c, sb.ID))
+		if err == nil && len(changed) > 0 {
+			err = changedError(sb.ID, changed)
+		}
+		if err != nil {
+			return stopped(ctx, err, "before anything was sent")
+		}
+	}
 	progress := newTransferProgress(app.IO, "uploading", plan.Size())
 	res, err := handoff.Transfer(ctx, plan, handoffTarget{c, sb.ID}, sb.ID, progress.reader)
 	progress.done()

@@ -137,6 +137,7 @@ func TestHandoffUsage(t *testing.T) {
 		{[]string{"handoff", "claude-code", "--lifetime", "0", "--dry-run"}, 2, "must be positive"},
 		{[]string{"handoff", "claude-code", "--lifetime", "30s", "--dry-run"}, 2, "less than a minute"},
 		{[]string{"handoff", "--retry", "sb", "cursor"}, 2, "--retry takes a sandbox"},
+		{[]string{"handoff", "codex", "--force"}, 2, "--force goes with -s"},
 		// Without a terminal to attach, nothing is prepared or sent.
 		{[]string{"handoff", "claude-code"}, 1, "standard input is not a terminal"},
 	}
@@ -210,5 +211,24 @@ func TestHandoffEgressPlan(t *testing.T) {
 		if hasBase := strings.Contains(strings.Join(p.Settings, ","), "ANTHROPIC_BASE_URL"); hasBase != (tt.baseURL != "") {
 			t.Errorf("%v: settings %q; the base URL goes along exactly when it is set", tt.args, p.Settings)
 		}
+	}
+}
+
+// TestHandoffChangedError: a handoff that would overwrite files changed in
+// the sandbox since the last one is refused naming a few of them, with
+// the hint to copy them out or pass --force.
+func TestHandoffChangedError(t *testing.T) {
+	changed := []string{"app/a.go", "app/b b.go", "app/c.go", "app/d.go", "app/e.go", "app/f.go", "app/g.go"}
+	err := changedError("sb1", changed)
+	want := "sandbox sb1 has 7 files changed since the last handoff into it, which this handoff would overwrite: " +
+		"/workspace/app/a.go, /workspace/app/b b.go, /workspace/app/c.go, /workspace/app/d.go, /workspace/app/e.go and 2 more"
+	if err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	if h := hintOf(err, nil); !strings.Contains(h, "--force") || !strings.Contains(h, "boxkite files cp sb1:") {
+		t.Errorf("hint %q names neither --force nor the copy", h)
+	}
+	if err := changedError("sb1", changed[:1]); !strings.HasPrefix(err.Error(), "sandbox sb1 has 1 file changed ") || !strings.HasSuffix(err.Error(), ": /workspace/app/a.go") {
+		t.Errorf("one file: %q", err)
 	}
 }

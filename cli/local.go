@@ -21,12 +21,37 @@ type upOptions struct {
 	port        int
 	bastionPort int
 	foreground  bool
+	json        *outputFlags // --json, --jq or --template asked; nil prints the URL
+}
+
+// upResult is what `boxkite up --json` prints once the server is ready:
+// where the local stack runs and what it uses. The key itself stays in
+// Config; APIKeyPrefix names it as 'boxkite keys ls' does.
+type upResult struct {
+	URL            string `json:"url"`
+	PID            int    `json:"pid"`
+	AlreadyRunning bool   `json:"already_running"` // up found it running
+	APIKeyPrefix   string `json:"api_key_prefix"`  // "bxk_live_" and the secret's first 8 characters
+	Config         string `json:"config"`          // local.toml: base_url and api_key
+	Home           string `json:"home"`            // BOXKITE_HOME
+	StateDir       string `json:"state_dir"`       // the server's database, sandboxes and sockets
+	Log            string `json:"log"`             // the server's log (none with --foreground: stderr)
+	// Bastion is the ssh bastion's "host:port", absent when it did not
+	// start (up warns; the server works without it).
+	Bastion       string `json:"bastion,omitempty"`
+	BastionPID    int    `json:"bastion_pid,omitempty"`
+	ConsoleURL    string `json:"console_url"`
+	E2BAPIURL     string `json:"e2b_api_url"` // E2B_API_URL and E2B_SANDBOX_URL for E2B's SDKs
+	E2BSandboxURL string `json:"e2b_sandbox_url"`
 }
 
 func newUpCmd(app *App) *cobra.Command {
-	var opts upOptions
+	var (
+		opts upOptions
+		out  outputFlags
+	)
 	cmd := &cobra.Command{
-		Use:   "up [--port N] [--bastion-port N] [--foreground]",
+		Use:   "up [--port N] [--bastion-port N] [--foreground] [--json [FIELDS]]",
 		Short: "Start the local boxkite server",
 		Long: `Start boxkite-server on 127.0.0.1 with SQLite and the local (Linux
 namespaces) driver, write ~/.boxkite/local.toml with its URL and an API key,
@@ -36,8 +61,12 @@ and return once it is ready. The URL is printed on stdout; the server's log is
 The server also speaks E2B's API: up prints the E2B_API_URL and
 E2B_SANDBOX_URL to export for E2B's SDKs (docs/e2b.md).
 
+--json prints, instead of the URL, what up started or found: the URL and
+pid, the API key's prefix, the config, state and log paths, the bastion,
+the console's and E2B's URLs.
+
 boxkite-server and boxkite-sidecar are looked for next to boxkite, then on PATH.`,
-		Example: "  boxkite up\n  boxkite up --port 9000 --bastion-port 2200\n  boxkite up --foreground",
+		Example: "  boxkite up\n  boxkite up --port 9000 --bastion-port 2200\n  boxkite up --foreground\n  boxkite up --json url,pid,state_dir",
 		GroupID: groupLocal,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,12 +76,18 @@ boxkite-server and boxkite-sidecar are looked for next to boxkite, then on PATH.
 			if opts.bastionPort < 0 || opts.bastionPort > 65535 {
 				return usageErrorf(helpHint(cmd), "--bastion-port must be between 1 and 65535")
 			}
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			opts.json = jsonOut(asJSON, &out)
 			return runUp(cmd.Context(), app, opts)
 		},
 	}
 	cmd.Flags().IntVar(&opts.port, "port", 0, "port on 127.0.0.1 (default 8090, or a free one when 8090 is taken)")
 	cmd.Flags().IntVar(&opts.bastionPort, "bastion-port", 0, "port of the ssh bastion on 127.0.0.1 (default the previous run's, else 2222, else a free one)")
 	cmd.Flags().BoolVar(&opts.foreground, "foreground", false, "run attached, logging to stderr, until interrupted")
+	out.register(cmd, upResult{})
 	return cmd
 }
 
@@ -122,7 +157,7 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 	inherit := []*os.File{keyPipe, lnFile}
 	closeOurs := func() { ln.Close(); lnFile.Close() }
 	if opts.foreground {
-		return runForeground(ctx, app, p, c, server, args, env, inherit, closeOurs, bastionWish{local.Bastion, opts.bastionPort})
+		return runForeground(ctx, app, p, c, server, args, env, inherit, closeOurs, opts, local.Bastion)
 	}
 
 	pid, err := startBackground(ctx, app, p, c, server, args, env, inherit, closeOurs)
@@ -130,11 +165,38 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 		return err
 	}
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server ready at %s (pid %d)\n", url, pid)
-	upBastion(ctx, app, p, url, bastionWish{local.Bastion, opts.bastionPort})
-	printE2BEnv(app, url)
-	printConsoleURL(app, url)
-	fmt.Fprintln(app.IO.Out, url)
-	return nil
+	res := upResult{URL: url, PID: pid, APIKeyPrefix: keyPrefix(key), Log: p.log}
+	return upReady(ctx, app, p, &res, bastionWish{local.Bastion, opts.bastionPort}, opts.json)
+}
+
+// upReady starts (or keeps) the bastion, says how to reach the ready
+// server, and prints res: as JSON when out is set, else its URL alone
+// on stdout, for scripts.
+func upReady(ctx context.Context, app *App, p localPaths, res *upResult, bastion bastionWish, out *outputFlags) error {
+	res.Bastion = upBastion(ctx, app, p, res.URL, bastion)
+	if res.Bastion != "" {
+		res.BastionPID, _ = runningBastion(p)
+	}
+	printE2BEnv(app, res.URL)
+	printConsoleURL(app, res.URL)
+	if out == nil {
+		fmt.Fprintln(app.IO.Out, res.URL)
+		return nil
+	}
+	res.Home, res.Config, res.StateDir = p.home, p.config, p.state
+	res.ConsoleURL = strings.TrimRight(res.URL, "/") + consolePath
+	res.E2BAPIURL, res.E2BSandboxURL = res.URL, res.URL
+	return out.write(app.IO, res)
+}
+
+// keyPrefix is how an API key is named where it is not shown: its
+// prefix and the secret's first 8 characters, as the server lists keys.
+func keyPrefix(key string) string {
+	n := len(api.APIKeyPrefix) + 8
+	if len(key) < n {
+		return ""
+	}
+	return key[:n]
 }
 
 // startBackground starts the server detached, logging to p.log, records
@@ -173,10 +235,11 @@ func printE2BEnv(app *App, url string) {
 	fmt.Fprintf(app.IO.ErrOut, "export E2B_SANDBOX_URL=%s\n", url)
 }
 
-// upBastion starts (or keeps) the local boxkite-bastion and says where it
-// is. A bastion that will not start does not fail up, whose server works
-// without it; it is reported with what to do.
-func upBastion(ctx context.Context, app *App, p localPaths, serverURL string, wish bastionWish) {
+// upBastion starts (or keeps) the local boxkite-bastion, says where it
+// is and returns its address. A bastion that will not start does not fail
+// up, whose server works without it; it is reported with what to do, and
+// the address is "".
+func upBastion(ctx context.Context, app *App, p localPaths, serverURL string, wish bastionWish) string {
 	addr, err := ensureLocalBastion(ctx, p, serverURL, wish)
 	if err != nil {
 		fmt.Fprintf(app.IO.ErrOut, "warning: boxkite-bastion did not start, so ssh to sandboxes is off: %s\n", message(err))
@@ -185,10 +248,11 @@ func upBastion(ctx context.Context, app *App, p localPaths, serverURL string, wi
 			hint = he.hint
 		}
 		fmt.Fprintf(app.IO.ErrOut, "hint: %s\n", hint)
-		return
+		return ""
 	}
 	host, port, _ := net.SplitHostPort(addr)
 	fmt.Fprintf(app.IO.ErrOut, "boxkite bastion ready at %s (ssh -p %s <sandbox-id>@%s)\n", addr, port, host)
+	return addr
 }
 
 // alreadyUp handles up when the pid file names a live server.
@@ -208,14 +272,11 @@ func alreadyUp(ctx context.Context, app *App, p localPaths, local fileConfig, pi
 		}
 	}
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server already running at %s (pid %d)\n", local.BaseURL, pid)
-	upBastion(ctx, app, p, local.BaseURL, bastionWish{local.Bastion, opts.bastionPort})
-	printE2BEnv(app, local.BaseURL)
-	printConsoleURL(app, local.BaseURL)
 	if opts.port != 0 && !strings.HasSuffix(local.BaseURL, fmt.Sprintf(":%d", opts.port)) {
 		fmt.Fprintf(app.IO.ErrOut, "note: it is not on port %d; run 'boxkite down' first to move it\n", opts.port)
 	}
-	fmt.Fprintln(app.IO.Out, local.BaseURL)
-	return nil
+	res := upResult{URL: local.BaseURL, PID: pid, AlreadyRunning: true, APIKeyPrefix: keyPrefix(local.APIKey), Log: p.log}
+	return upReady(ctx, app, p, &res, bastionWish{local.Bastion, opts.bastionPort}, opts.json)
 }
 
 // noteHostedConfig warns when another context (config.toml, or one
@@ -246,7 +307,7 @@ func logHint(path string, offset int64) string {
 // ctx is cancelled (Ctrl-C), which stops it with SIGTERM.
 // inherit are its descriptors 3, 4, … (serverArgs); closeOurs runs once it
 // has them.
-func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, inherit []*os.File, closeOurs func(), bastion bastionWish) error {
+func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, inherit []*os.File, closeOurs func(), opts upOptions, recordedBastion string) error {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	cmd.ExtraFiles = inherit
@@ -263,12 +324,13 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 	defer os.Remove(p.pid)
 	readyCtx, stopWaiting := context.WithCancel(ctx)
 	defer stopWaiting()
+	pid := cmd.Process.Pid
 	go func() {
 		if waitReady(readyCtx, c, nil, readyTimeout, nil) == nil {
-			upBastion(readyCtx, app, p, c.BaseURL, bastion)
-			printE2BEnv(app, c.BaseURL)
-			printConsoleURL(app, c.BaseURL)
-			fmt.Fprintln(app.IO.Out, c.BaseURL)
+			res := upResult{URL: c.BaseURL, PID: pid, APIKeyPrefix: keyPrefix(c.APIKey)}
+			if err := upReady(readyCtx, app, p, &res, bastionWish{recordedBastion, opts.bastionPort}, opts.json); err != nil {
+				fmt.Fprintf(app.IO.ErrOut, "warning: %s\n", message(err))
+			}
 		}
 	}()
 	// The bastion is detached like up's; it goes when the server does.

@@ -27,7 +27,7 @@ func TestOutputFormats(t *testing.T) {
 		}),
 	})
 	t.Setenv(envURL, srv.URL)
-	sandboxFields := "id, status, label, size, storage_gb, lifetime_minutes, created_at, expires_at, destroyed_at, destroy_reason, paused_with, paused_at, auto_pause, sidecar_protocol"
+	sandboxFields := "id, status, label, size, storage_gb, lifetime_minutes, created_at, expires_at, destroyed_at, destroy_reason, paused_with, paused_at, auto_pause, sidecar_protocol, frozen_reason"
 	tests := []struct {
 		name       string
 		args       []string
@@ -113,7 +113,8 @@ func TestJoinJSONFields(t *testing.T) {
 		{"session ls --json -a", "session ls --json -a"},
 		{"exec --json -- id,x", "exec --json -- id,x"},
 		{"exec --json ls", "exec --json ls"},
-		{"up --json id", "up --json id"}, // no --json there: untouched
+		{"down --json id", "down --json id"}, // no --json there: untouched
+		{"up --json url", "up --json=url"},
 		{"session ls --json id,label,", "session ls --json=id,label,"},
 		{"session get --json id,_label x", "session get --json=id,_label x"},
 	}

@@ -347,6 +347,9 @@ func writeSandboxDetail(w io.Writer, sb api.Sandbox, now time.Time) error {
 		}
 		tw.Detail("sidecar protocol", v)
 	}
+	if sb.FrozenReason != "" {
+		tw.Detail("frozen", tui.FrozenText(sb.FrozenReason))
+	}
 	return tw.Flush()
 }
 

@@ -203,3 +203,29 @@ func TestSandboxDetailSidecarProtocol(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxDetailFrozen: session get says why a sandbox is frozen, from
+// its frozen_reason: the clone pool or the host's disk.
+func TestSandboxDetailFrozen(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		reason string
+		want   string // the row, "" for none
+	}{
+		{"", ""},
+		{api.FrozenHostDisk, "the host ran out of disk space; it resumes once space is freed\n"},
+		{api.FrozenClonePool, "the clone pool that holds the sandboxes' disks ran out of space; it resumes once space is freed in it\n"},
+	} {
+		t.Run(tt.reason, func(t *testing.T) {
+			var b strings.Builder
+			sb := api.Sandbox{ID: "sb1", Status: api.StatusActive, CreatedAt: now, ExpiresAt: now.Add(time.Hour), FrozenReason: tt.reason}
+			if err := writeSandboxDetail(&b, sb, now); err != nil {
+				t.Fatal(err)
+			}
+			_, row, found := strings.Cut(b.String(), "frozen:")
+			if got := strings.TrimLeft(row, " "); !found && tt.want != "" || found && got != tt.want {
+				t.Errorf("session get:\n%s\nwant the row %q", b.String(), tt.want)
+			}
+		})
+	}
+}

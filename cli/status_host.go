@@ -57,7 +57,10 @@ func writeSandboxDisks(w io.Writer, h *api.HostStatus) error {
 	fmt.Fprintln(tw, "SANDBOX\tLABEL\tDISK")
 	for _, sb := range h.Sandboxes {
 		disk := humanBytes(sb.UsedBytes) + " of " + humanBytes(sb.QuotaBytes)
-		if sb.Frozen {
+		switch {
+		case sb.FrozenReason == api.FrozenClonePool:
+			disk += " (frozen: the clone pool is out of space)"
+		case sb.Frozen:
 			disk += " (frozen: the host is out of disk)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", sb.ID, cell(orDash(sb.Label)), disk)

@@ -25,7 +25,10 @@ func TestStatusShowsHost(t *testing.T) {
 			{Resource: api.HostThreads, Unit: "count", Used: 534, Limit: 32768, RefuseAt: 29492},
 			{Resource: api.HostMemory, Unit: "bytes", Used: 4 << 30, Limit: 24 << 30, RefuseAt: 22 << 30},
 		},
-		Sandboxes: []api.SandboxDisk{{ID: "sb1", Label: "build", UsedBytes: 310 << 20, QuotaBytes: 5 << 30, Frozen: true}},
+		Sandboxes: []api.SandboxDisk{
+			{ID: "sb1", Label: "build", UsedBytes: 310 << 20, QuotaBytes: 5 << 30, Frozen: true, FrozenReason: api.FrozenHostDisk},
+			{ID: "sb2", Label: "bench", UsedBytes: 310 << 20, QuotaBytes: 5 << 30, Frozen: true, FrozenReason: api.FrozenClonePool},
+		},
 	}
 	for _, tt := range []struct {
 		name  string
@@ -43,6 +46,7 @@ func TestStatusShowsHost(t *testing.T) {
 				"memory:     4.0GiB of 24.0GiB in use, creates refused past 22.0GiB",
 				"audit log:  writable",
 				"sb1      build  310.0MiB of 5.0GiB (frozen: the host is out of disk)",
+				"sb2      bench  310.0MiB of 5.0GiB (frozen: the clone pool is out of space)",
 			},
 		},
 		{

@@ -246,7 +246,11 @@ func uploadHandoffDir(ctx context.Context, sb Sandbox, files map[string][]byte) 
 		return err
 	}
 	for _, n := range slices.Sorted(maps.Keys(files)) {
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name + "/" + n, Mode: 0o600, Size: int64(len(files[n])), ModTime: now}
+		// PAX keeps the time to the nanosecond, where the writer would
+		// round it to the second, possibly before the session files sent
+		// just before it: the record's time is what a later handoff
+		// compares the sandbox's files with (Changed).
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name + "/" + n, Mode: 0o600, Size: int64(len(files[n])), ModTime: now, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}

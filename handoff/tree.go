@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Tree is the working tree a handoff sends: files, symlinks and (outside
@@ -260,6 +261,10 @@ func (t *Tree) writeEntry(tw *tar.Writer, prefix, rel string) error {
 		return err
 	}
 	hdr.Name, hdr.Uname, hdr.Gname, hdr.Uid, hdr.Gid = path.Join(prefix, rel), "", "", 0, 0
+	// Whole seconds, truncated: the writer would round, and a file written
+	// here in the last half second would be dated after the handoff's
+	// record, as if changed in the sandbox since (Changed).
+	hdr.ModTime = hdr.ModTime.Truncate(time.Second)
 	if fi.IsDir() {
 		hdr.Name += "/"
 	}

@@ -459,6 +459,59 @@ func TestMCPOAuthServer(t *testing.T) {
 		}
 	})
 
+	// A parameter that is not text (bytes that are not UTF-8, a NUL):
+	// the browser gets a page, or, once the client and its redirect URI
+	// are known good, is sent back to the client with error= (RFC 6749
+	// §4.1.2.1). The guard answered the API's JSON envelope before (422),
+	// which a browser shows as raw JSON.
+	t.Run("malformed requests", func(t *testing.T) {
+		for _, tt := range []struct {
+			name     string
+			set, val string
+			redirect bool // else a page
+		}{
+			{"unknown client", "client_id", "\xff", false},
+			{"redirect_uri not text", "redirect_uri", oauthRedirect + "\xff", false},
+			{"redirect_uri with a NUL", "redirect_uri", oauthRedirect + "\x00", false},
+			{"scope", "scope", "mcp\xff", true},
+			{"state", "state", "\x00", true},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				p := f.authParams()
+				p.Set(tt.set, tt.val)
+				for _, send := range []func() *http.Response{
+					func() *http.Response { return f.send("GET", "/oauth/authorize?"+p.Encode(), nil, "") },
+					func() *http.Response {
+						login := url.Values{"email": {"o@example.com"}, "password": {"password1"}}
+						for k, v := range p {
+							login[k] = v
+						}
+						return f.send("POST", "/oauth/authorize/login", login, "")
+					},
+				} {
+					resp := send()
+					body := readAll(t, resp)
+					loc := resp.Header.Get("Location")
+					if !tt.redirect {
+						if resp.StatusCode != 400 || loc != "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+							!strings.Contains(body, "This authorization request cannot be read: query parameter "+tt.set) && !strings.Contains(body, "form parameter "+tt.set) {
+							t.Errorf("%s %s: %d %q %q, want a 400 page naming %s", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, loc, body, tt.set)
+						}
+						continue
+					}
+					u, err := url.Parse(loc)
+					if resp.StatusCode != 302 || err != nil || !strings.HasPrefix(loc, oauthRedirect+"?") || u.Query().Get("error") != "invalid_request" ||
+						!strings.Contains(u.Query().Get("error_description"), tt.set) || u.Query().Get("iss") != e.URL {
+						t.Errorf("%s %s: %d %q, want a redirect to the client with error=invalid_request naming %s", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, loc, tt.set)
+					}
+					if got := u.Query().Get("state"); tt.set == "state" && got != "" || tt.set != "state" && got != "xyz" {
+						t.Errorf("redirect's state = %q", got)
+					}
+				}
+			})
+		}
+	})
+
 	t.Run("registration refusals", func(t *testing.T) {
 		for _, body := range []map[string]any{
 			{"redirect_uris": []string{"http://example.com/cb"}},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -156,8 +157,15 @@ func (m *Model) detailView() string {
 			}
 			row("Disk", disk)
 		}
-		if d.stats.Frozen {
-			b.WriteString(m.st.warn.Render("frozen: the host ran out of disk space; it resumes once space is freed") + "\n")
+	}
+	// The sandbox says why it is frozen; its stats, read a moment
+	// apart, may have heard of it first.
+	if reason := sb.FrozenReason; reason != "" || (d.stats != nil && d.stats.Frozen) {
+		if reason == "" {
+			reason = d.stats.FrozenReason
+		}
+		for l := range strings.SplitSeq(ansi.Wrap("frozen: "+FrozenText(reason), max(m.width, 1), ""), "\n") {
+			b.WriteString(m.st.warn.Render(l) + "\n")
 		}
 	}
 	if d.partErr != nil {

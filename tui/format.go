@@ -61,6 +61,16 @@ func Expiry(sb api.Sandbox, now time.Time) string {
 	return "in " + ShortDuration(sb.ExpiresAt.Sub(now))
 }
 
+// FrozenText says why a sandbox is frozen, from its frozen_reason
+// (api.FrozenHostDisk, api.FrozenClonePool; an unknown or empty one is
+// the host's disk, what frozen alone meant), and that it thaws by itself.
+func FrozenText(reason string) string {
+	if reason == api.FrozenClonePool {
+		return "the clone pool that holds the sandboxes' disks ran out of space; it resumes once space is freed in it"
+	}
+	return "the host ran out of disk space; it resumes once space is freed"
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"

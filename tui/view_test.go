@@ -62,6 +62,14 @@ func TestViewGolden(t *testing.T) {
 			keys(m, "j")
 			m.Update(keys(m, "enter")())
 		}},
+		{"detail_frozen_pool_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			// Frozen because the clone pool ran out, not the host's disk:
+			// the detail says which (before, always the host's).
+			src.sandboxes[0].FrozenReason = api.FrozenClonePool
+			load(m)
+			keys(m, "j")
+			m.Update(keys(m, "enter")())
+		}},
 		{"log_expanded_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
 			openTestLog(t, src, m)
 			keys(m, "enter")

@@ -150,7 +150,24 @@ type Sandbox struct {
 	// server has not heard from the sidecar (a sandbox that is not
 	// running, or another replica's).
 	SidecarProtocol *int `json:"sidecar_protocol,omitempty"`
+	// FrozenReason says why a running sandbox is frozen (FrozenHostDisk,
+	// FrozenClonePool): its processes are stopped and calls to it answer
+	// 507 insufficient_storage until there is room again, when it thaws
+	// by itself. Empty when it is not frozen. Only the local driver
+	// freezes; as sidecar_protocol, what the server that answered knows.
+	FrozenReason string `json:"frozen_reason,omitempty"`
 }
+
+// Values of FrozenReason (Sandbox, SandboxStats, SandboxDisk): which
+// filesystem ran low. Stable: clients branch on them.
+const (
+	// FrozenHostDisk: the host's filesystem of sandbox disks and volumes
+	// fell below half its free-space watermark.
+	FrozenHostDisk = "host_disk"
+	// FrozenClonePool: the local driver's clone pool, which holds the
+	// sandboxes' disks, fell below half its watermark (the host had room).
+	FrozenClonePool = "clone_pool"
+)
 
 // ResumeResult is the answer to POST /v1/sandboxes/{id}/resume: the
 // sandbox, and after a filesystem pause what became of the background

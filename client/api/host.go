@@ -88,5 +88,7 @@ type SandboxDisk struct {
 	Label      string `json:"label,omitempty"`
 	UsedBytes  int64  `json:"used_bytes"`
 	QuotaBytes int64  `json:"quota_bytes"`
-	Frozen     bool   `json:"frozen,omitempty"` // stopped while the host is out of space
+	Frozen     bool   `json:"frozen,omitempty"` // stopped while a disk is out of space
+	// FrozenReason is which disk (FrozenHostDisk, FrozenClonePool).
+	FrozenReason string `json:"frozen_reason,omitempty"`
 }

@@ -16,8 +16,10 @@ type SandboxStats struct {
 	// (drivers with per-sandbox disks; 0 otherwise).
 	DiskUsedBytes  int64 `json:"disk_used_bytes,omitempty"`
 	DiskQuotaBytes int64 `json:"disk_quota_bytes,omitempty"`
-	// Frozen says the sandbox is stopped because the host ran out of disk.
-	Frozen bool `json:"frozen,omitempty"`
+	// Frozen says the sandbox is stopped because a disk ran low, and
+	// FrozenReason which one (FrozenHostDisk, FrozenClonePool).
+	Frozen       bool   `json:"frozen,omitempty"`
+	FrozenReason string `json:"frozen_reason,omitempty"`
 }
 
 // SidecarUsage is a sidecar's answer to GET /usage: what its sandbox's

@@ -114,16 +114,20 @@ func tuiStart(ts *testscript.TestScript) {
 	// came back as they were, then keeps the pane open to be inspected.
 	wrapper := `before=$(stty -g); boxkite tui; code=$?; after=$(stty -g)
 [ "$before" = "$after" ] && echo "tty restored"; echo "tui exited $code"; echo $code >"$1"; exec sleep 3600`
-	args := []string{"-f", "/dev/null", "new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "sh", "-c", wrapper, "sh", p.exit}
-	cmd := exec.Command("tmux", append([]string{"-S", p.socket}, args...)...)
-	cmd.Env = []string{"TERM=xterm-256color", "LANG=C.UTF-8"}
-	for _, k := range []string{"PATH", "HOME", "TMPDIR", "BOXKITE_HOME", "BOXKITE_CONTEXT", "GORACE", "NO_COLOR"} {
-		if v := ts.Getenv(k); v != "" {
-			cmd.Env = append(cmd.Env, k+"="+v)
+	// tmux runs with the script's whole environment, as exec would, so
+	// the TUI sees what every other boxkite of the script sees
+	// (BOXKITE_URL, BOXKITE_API_KEY, BOXKITE_ORG…): the new tmux server
+	// takes its environment from this client. It once got a fixed list
+	// of variables instead, and a TUI under `env BOXKITE_URL=…` talked
+	// to the context's server. Like exec, it replaces stdout and stderr.
+	args := []string{"tmux", "-S", p.socket, "-f", "/dev/null", "new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "sh", "-c", wrapper, "sh", p.exit}
+	for _, kv := range []string{"LANG=C.UTF-8", "TERM=xterm-256color"} {
+		if k, _, _ := strings.Cut(kv, "="); ts.Getenv(k) == "" {
+			args = append([]string{kv}, args...)
 		}
 	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		ts.Fatalf("tmux new-session: %v\n%s", err, out)
+	if err := ts.Exec("env", args...); err != nil {
+		ts.Fatalf("tmux new-session: %v\n%s", err, ts.ReadFile("stderr"))
 	}
 	ts.Setenv("TUI_SOCKET", p.socket)
 }

@@ -142,7 +142,7 @@ func TestSandboxTasksCached(t *testing.T) {
 				if tasks, n := restarted().sandboxTasks(context.Background()); tasks != wantTasks || n != wantSandboxes {
 					t.Errorf("%s: a restarted driver's sandboxTasks = %d tasks in %d sandboxes, want %d in %d", step, tasks, n, wantTasks, wantSandboxes)
 				}
-				if cached := int64(len(d.capacity.pids.files)); cached != wantSandboxes {
+				if cached := int64(d.capacity.pids.Cached()); cached != wantSandboxes {
 					t.Errorf("%s: %d pids files cached, want one per counted sandbox (%d)", step, cached, wantSandboxes)
 				}
 			}

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/local/hostcap"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
@@ -180,120 +180,13 @@ func TestAdmitWriteReadsDiskOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := d.readHost(context.Background()); err == nil {
+		if _, _, err := d.capacity.Read(context.Background()); err == nil {
 			t.Fatal("a host reading of an empty /proc succeeded; the test needs one that fails")
 		}
 		err = d.AdmitWrite(context.Background(), "")
 		if _, ok := errors.AsType[*model.HostLimitError](err); tt.refused != ok || (!tt.refused && err != nil) {
 			t.Errorf("watermark %d: AdmitWrite = %v, want refused %v", tt.watermark, err, tt.refused)
 		}
-	}
-}
-
-// TestReadLoops: loop devices in use, and the kernel's limit as max_part
-// lowers it.
-func TestReadLoops(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		inUse, maxPart int
-		wantLimit      int64
-	}{{3, 0, 1 << 20}, {0, 15, 1 << 16}, {5, 31, 1 << 15}} {
-		h := roomy
-		h.loopsInUse, h.maxPart = tt.inUse, tt.maxPart
-		used, limit := readLoops(h.write(t))
-		if used != int64(tt.inUse) || limit != tt.wantLimit {
-			t.Errorf("in use %d, max_part %d: readLoops = %d, %d; want %d, %d", tt.inUse, tt.maxPart, used, limit, tt.inUse, tt.wantLimit)
-		}
-	}
-	if used, limit := readLoops(t.TempDir()); used != 0 || limit != 0 {
-		t.Errorf("a host without loop devices: %d, %d", used, limit)
-	}
-}
-
-// TestReadHostInBackground: past capacityTTL, a reading's costly parts
-// (here the loop devices in use) still serve while they are read again
-// in the background, so a create does not wait for them, but its cheap
-// parts (here the host's tasks) are read afresh; past capacityMaxAge the
-// caller waits for a whole new reading.
-func TestReadHostInBackground(t *testing.T) {
-	t.Parallel()
-	roomyLoops := roomy
-	roomyLoops.maxPart = 1 << 14 // 32 loop devices, 16 of them for sandboxes
-	loopsFull, tasksFull := roomyLoops, roomyLoops
-	loopsFull.loopsInUse = 16
-	tasksFull.threads = 29480 // past the reserve of pid_max 32768
-	root, loopsRoot, tasksRoot := roomyLoops.write(t), loopsFull.write(t), tasksFull.write(t)
-	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Host: HostLimits{ProcRoot: root}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The readings here are the callers' (the host changes under the
-	// driver between them): none kept in the background.
-	d.capacity.keepFor = 0
-	if d.storage != StorageLoop {
-		t.Fatalf("storage %v, want loop disks (tests run as root)", d.storage)
-	}
-	ctx := context.Background()
-	if err := d.AdmitCreate(ctx, 1); err != nil {
-		t.Fatalf("AdmitCreate on a roomy host: %v", err)
-	}
-	age := func(by time.Duration) {
-		d.capacity.mu.Lock()
-		d.capacity.reading.at = d.capacity.reading.at.Add(-by)
-		d.capacity.mu.Unlock()
-	}
-	refused := func(err error, resource string) bool {
-		he, ok := errors.AsType[*model.HostLimitError](err)
-		return ok && he.Resource == resource
-	}
-
-	// The host's tasks are read afresh even when the reading serves.
-	d.cfg.Host.ProcRoot = tasksRoot
-	age(capacityTTL)
-	if err := d.AdmitCreate(ctx, 1); !refused(err, api.HostThreads) {
-		t.Fatalf("AdmitCreate with the host's tasks past the reserve = %v, want refused at once", err)
-	}
-	waitRefreshed := func() {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			d.capacity.mu.Lock()
-			done := !d.capacity.refreshing
-			d.capacity.mu.Unlock()
-			if done {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the background reading never ended")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	waitRefreshed()
-
-	// The loop devices fill up: a stale reading still admits while the
-	// next is taken, which then refuses.
-	d.cfg.Host.ProcRoot = loopsRoot
-	d.noteCreated()
-	age(capacityTTL)
-	if err := d.AdmitCreate(ctx, 1); err != nil {
-		t.Fatalf("AdmitCreate with a stale reading = %v, want it served while a new one is taken", err)
-	}
-	waitRefreshed()
-	if err := d.AdmitCreate(ctx, 1); !refused(err, api.HostLoopDevices) {
-		t.Fatalf("AdmitCreate after the background reading = %v, want refused for loop devices", err)
-	}
-	d.capacity.mu.Lock()
-	created := d.capacity.created
-	d.capacity.mu.Unlock()
-	if created != 0 {
-		t.Errorf("creates counted since the new reading: %d, want 0 (the one before it is in it)", created)
-	}
-
-	// Too old to serve: the caller waits for a new reading.
-	d.cfg.Host.ProcRoot = root
-	age(capacityMaxAge)
-	if err := d.AdmitCreate(ctx, 1); err != nil {
-		t.Errorf("AdmitCreate after capacityMaxAge on a roomy host = %v, want a new reading, admitted", err)
 	}
 }
 
@@ -342,48 +235,6 @@ func TestSandboxTasks(t *testing.T) {
 	}
 }
 
-// TestReadCheapSkipsLimits: the part of a reading taken afresh for each
-// create past capacityTTL reads the host's uses (free disk, tasks,
-// memory), not its task limit, which the whole reading holds: on a host
-// whose pid_max and threads-max cannot be read, it still succeeds, and
-// the whole reading fails.
-func TestReadCheapSkipsLimits(t *testing.T) {
-	t.Parallel()
-	root := roomy.write(t)
-	for _, f := range []string{"proc/sys/kernel/pid_max", "proc/sys/kernel/threads-max"} {
-		if err := os.Remove(filepath.Join(root, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Host: HostLimits{ProcRoot: root}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := hostReading{maxThreads: 32768}
-	if err := d.readCheap(&r); err != nil {
-		t.Fatalf("readCheap without the task limit's files: %v", err)
-	}
-	if r.threads != roomy.threads || r.memAvail != roomy.memAvailKiB<<10 || r.maxThreads != 32768 {
-		t.Errorf("readCheap = %d tasks, %d available, limit %d; want %d, %d, the reading's 32768", r.threads, r.memAvail, r.maxThreads, roomy.threads, roomy.memAvailKiB<<10)
-	}
-	if _, err := d.takeReading(context.Background()); err == nil {
-		t.Error("a whole reading without the task limit's files succeeded")
-	}
-}
-
-// BenchmarkReadLoops is the loop count of one host reading on this host
-// (as many loop devices as it has made: one per sandbox disk and volume it
-// ever held at once).
-func BenchmarkReadLoops(b *testing.B) {
-	devs, _ := filepath.Glob("/sys/block/loop*")
-	var used int64
-	for b.Loop() {
-		used, _ = readLoops("/")
-	}
-	b.ReportMetric(float64(used), "in-use")
-	b.ReportMetric(float64(len(devs)), "devices")
-}
-
 // BenchmarkTakeReading is one whole host reading with a pool of 40
 // members whose cgroups have a hybrid host's five hierarchies (memory,
 // pids, cpu, freezer and the controller-less cgroup2 one), made of plain
@@ -427,13 +278,13 @@ func BenchmarkTakeReading(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var r *hostReading
+	var r *hostcap.Reading
 	for b.Loop() {
-		if r, err = d.takeReading(context.Background()); err != nil {
+		if r, err = d.capacity.Take(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if r.sandboxes != 40 || r.sandboxThreads != 160 {
-		b.Fatalf("reading counts %d tasks in %d sandboxes, want 160 in 40", r.sandboxThreads, r.sandboxes)
+	if r.Sandboxes != 40 || r.SandboxThreads != 160 {
+		b.Fatalf("reading counts %d tasks in %d sandboxes, want 160 in 40", r.SandboxThreads, r.Sandboxes)
 	}
 }

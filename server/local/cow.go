@@ -303,16 +303,6 @@ func allocated(path string) int64 {
 	return st.Blocks * 512
 }
 
-// syncDir makes the entries of dir durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
 // unmountClonePool detaches the clone pool's mount (Shutdown): its
 // snapshots stay in the image for the next driver, which mounts it again.
 // The filesystem goes once the last sandbox disk in it is unmounted.

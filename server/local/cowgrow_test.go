@@ -159,9 +159,7 @@ func TestClonePoolFollowsHost(t *testing.T) {
 
 	// Full again, and the host no larger: refused up front.
 	fillPool(t, d, 16<<20)
-	d.capacity.mu.Lock()
-	d.capacity.reading = nil // read the host again now
-	d.capacity.mu.Unlock()
+	d.capacity.Forget() // read the host again now
 	err := d.AdmitCreate(ctx, 1)
 	var hl *model.HostLimitError
 	if !errors.As(err, &hl) {
@@ -282,6 +280,14 @@ func TestClonePoolFullFreezes(t *testing.T) {
 	}
 	fillPool(t, d, 16<<20)
 	wait(true)
+	// Its stats and the host's list of disks say the pool froze it
+	// (before, only frozen: true, which the TUI took for the host's disk).
+	if st, err := d.Stats(context.Background(), "writer"); err != nil || !st.Frozen || st.FrozenReason != api.FrozenClonePool {
+		t.Errorf("stats of the frozen sandbox: frozen %v, reason %q, err %v; want true, %q", st.Frozen, st.FrozenReason, err, api.FrozenClonePool)
+	}
+	if sd, ok := d.sandboxDisk("writer"); ok && (!sd.Frozen || sd.FrozenReason != api.FrozenClonePool) {
+		t.Errorf("host's disk of the frozen sandbox: frozen %v, reason %q; want true, %q", sd.Frozen, sd.FrozenReason, api.FrozenClonePool)
+	}
 	fills, err := filepath.Glob(filepath.Join(d.data, "fill-*"))
 	if err != nil || len(fills) != 1 {
 		t.Fatalf("fill files: %v, %v", fills, err)

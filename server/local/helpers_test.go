@@ -219,3 +219,16 @@ func runWith(t testing.TB, c *http.Client, ep model.Endpoint, command string) ap
 
 // gone reports whether the process recorded for sandbox id has ended.
 func gone(st state) bool { return !alive(st) }
+
+// waitFor polls cond until it holds, failing the test after a generous
+// deadline (a liveness check, not a timing one).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

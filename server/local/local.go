@@ -180,7 +180,7 @@ var _ model.Driver = (*Driver)(nil)
 // New returns a Driver for cfg. It creates StateDir/sandboxes if missing.
 func New(cfg Config) (*Driver, error) {
 	d := &Driver{cfg: cfg, log: cfg.Log, root: os.Geteuid() == 0, children: map[string]<-chan struct{}{}, loss: newLossWatch()}
-	d.capacity.keepFor, d.capacity.keepEvery, d.capacity.stop = capacityKeepFor, capacityKeepEvery, make(chan struct{})
+	d.capacity = newCapacity(d)
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -276,8 +276,8 @@ func (d *Driver) useSidecarCopy() {
 		d.log.Info("the sidecar runs from its own file, not a huge-page copy: each jail start maps it in 4 KiB pages", "sidecar", d.sidecar, "err", err)
 		return
 	}
-	d.log.Debug("the sidecar runs from its huge-page copy", "sidecar", d.sidecar, "copy", c.path)
-	d.sidecar, d.copy = c.path, c
+	d.log.Debug("the sidecar runs from its huge-page copy", "sidecar", d.sidecar, "copy", c.Path())
+	d.sidecar, d.copy = c.Path(), c
 }
 
 // chooseIsolation settles the cgroup and storage quota mechanisms, saying
@@ -694,7 +694,7 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	d.loss.unwatch(id) // a deletion is not a loss
 	d.closeDisks(id)
-	d.frozen.set(id, false)
+	d.frozen.set(id, "")
 	st, err := readState(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

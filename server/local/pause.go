@@ -174,7 +174,7 @@ func (d *Driver) stopJail(ctx context.Context, id, dir string, st state) error {
 		d.log.Warn("flush the disk of a sandbox paused with filesystem", "id", id, "err", err)
 	}
 	d.closeDisks(id)
-	d.frozen.set(id, false)
+	d.frozen.set(id, "")
 	if err := st.Cgroup.Remove(ctx); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
 	}

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/server/local/hugecopy"
 )
 
 // needHugeCopies skips unless copySidecar can work here: root, and tmpfs
@@ -24,7 +26,7 @@ func needHugeCopies(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting the copies' tmpfs needs root")
 	}
-	if err := shmemHugeAllowed(); err != nil {
+	if err := hugecopy.Supported(); err != nil {
 		t.Skip(err)
 	}
 }
@@ -48,135 +50,6 @@ func sidecarSum(t *testing.T) (string, []byte) {
 	}
 	sum := sha256.Sum256(bin)
 	return hex.EncodeToString(sum[:]), bin
-}
-
-// TestCopySidecar: the copy is byte-identical to the binary, on a tmpfs
-// with huge=always mounted once; a copy that differs from the binary is
-// replaced, never used; copies no driver holds and leftovers go, a held
-// one stays.
-func TestCopySidecar(t *testing.T) {
-	needHugeCopies(t)
-	t.Parallel()
-	dir := copiesDir(t)
-	name, bin := sidecarSum(t)
-	want := filepath.Join(dir, name)
-
-	c, err := copySidecar(dir, sidecarBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.path != want {
-		t.Errorf("copy at %s, want %s", c.path, want)
-	}
-	assertCopy(t, c.path, bin)
-	if fstype, opts, _ := mountAt(dir); fstype != "tmpfs" || !hasOption(opts, "huge=always") {
-		t.Errorf("mounted on %s: %q %q, want a tmpfs with huge=always", dir, fstype, opts)
-	}
-
-	// A second driver of the same binary shares the copy and the mount.
-	c2, err := copySidecar(dir, sidecarBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c2.path != want {
-		t.Errorf("second copy at %s, want %s", c2.path, want)
-	}
-	if n := mountsOn(t, dir); n != 1 {
-		t.Errorf("%d mounts on %s, want 1", n, dir)
-	}
-
-	// Other binaries' copies: one held by a driver, one not, and an
-	// interrupted copy.
-	held, free := filepath.Join(dir, strings.Repeat("a", 64)), filepath.Join(dir, strings.Repeat("b", 64))
-	for _, p := range []string{held, free, free + ".tmp"} {
-		if err := os.WriteFile(p, []byte("other"), 0o555); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h, err := os.Open(held)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := unix.Flock(int(h.Fd()), unix.LOCK_SH); err != nil {
-		t.Fatal(err)
-	}
-
-	// Our own copy, changed behind our back, once no driver holds it.
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c2.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(want, append(bin[:len(bin)-1:len(bin)-1], bin[len(bin)-1]^1), 0o555); err != nil {
-		t.Fatal(err)
-	}
-	c3, err := copySidecar(dir, sidecarBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c3.Close()
-	assertCopy(t, c3.path, bin)
-	for p, stays := range map[string]bool{held: true, free: false, free + ".tmp": false} {
-		if _, err := os.Stat(p); (err == nil) != stays {
-			t.Errorf("%s: stat %v, want it kept %v", filepath.Base(p), err, stays)
-		}
-	}
-}
-
-func assertCopy(t *testing.T, path string, bin []byte) {
-	t.Helper()
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, bin) {
-		t.Errorf("%s is not the sidecar binary (%d bytes, want %d)", path, len(got), len(bin))
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Mode().Perm() != 0o555 {
-		t.Errorf("%s mode %v, want r-x for all (the jail's owner executes it)", path, st.Mode())
-	}
-}
-
-func mountsOn(t *testing.T, dir string) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for line := range strings.Lines(string(b)) {
-		if f := strings.Fields(line); len(f) > 4 && unescapeMount(f[4]) == dir {
-			n++
-		}
-	}
-	return n
-}
-
-// TestCopySidecarRefusesOtherMount: a directory something else is mounted
-// on (here a tmpfs without huge pages) is neither used nor mounted over.
-func TestCopySidecarRefusesOtherMount(t *testing.T) {
-	needHugeCopies(t)
-	t.Parallel()
-	dir := copiesDir(t)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("other", dir, "tmpfs", 0, "huge=never"); err != nil {
-		t.Fatal(err)
-	}
-	if c, err := copySidecar(dir, sidecarBin); err == nil {
-		_ = c.Close()
-		t.Fatalf("copied to %s over a tmpfs without huge pages", c.path)
-	}
-	if n := mountsOn(t, dir); n != 1 {
-		t.Errorf("%d mounts on %s, want the one there before", n, dir)
-	}
 }
 
 // TestDriverRunsSidecarCopy: a root driver's spawner and jails execute the

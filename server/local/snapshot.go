@@ -4,24 +4,17 @@ package local
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/internal/keylock"
 	"github.com/boxkite/boxkite/server/local/loopdisk"
+	"github.com/boxkite/boxkite/server/local/snapstore"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -30,20 +23,10 @@ import (
 // frozen (FIFREEZE, which flushes the journal), so the copy is a clean
 // filesystem as of one instant. On the clone pool the copy is a FICLONE:
 // no data is copied, and sandbox and snapshot share every block until one
-// of them writes it. The store is content-addressed, so two snapshots of
-// the same state share one file: a clone's key is the SHA-256 of its
-// extent map (hashExtents: equal maps share every block, so they hold
-// equal data), a copy's the SHA-256 of its data runs with their offsets
-// (loopdisk.HashData). Transient snapshots (for forks) skip the hash.
-//
-//	snapshots/sha256-<hex>.img  a snapshot's image, read-only from here on
-//	snapshots/tmp-<hex>.img     a fork's transient image
-//	snapshots/.part-<hex>.img   a copy under way; a crash leaves it to the next New to remove
+// of them writes it. The images are kept in StateDir/snapshots, content
+// addressed, by server/local/snapstore.
 
 var _ model.SnapshotDriver = (*Driver)(nil)
-
-// validSnapshotKey is what a key may look like: it names a file.
-var validSnapshotKey = regexp.MustCompile(`^(sha256-[0-9a-f]{64}|tmp-[0-9a-f]{32})$`)
 
 // The ioctls of linux/fs.h that freeze and thaw a filesystem:
 // _IOWR('X', 119, int) and _IOWR('X', 120, int).
@@ -55,11 +38,13 @@ const (
 // ErrNoSnapshots is returned for sandboxes whose workspace is a tmpfs.
 var ErrNoSnapshots = errors.New("snapshots need loop-mounted disks (the workspace here is a tmpfs in memory)")
 
+// snaps is the driver's snapshot store, in its data root (which the
+// clone pool's mount may change while New runs).
+func (d *Driver) snaps() snapstore.Store { return snapstore.New(d.snapshotsDir()) }
+
 func (d *Driver) snapshotsDir() string { return filepath.Join(d.data, "snapshots") }
 
-func (d *Driver) snapshotPath(key string) string {
-	return filepath.Join(d.snapshotsDir(), key+".img")
-}
+func (d *Driver) snapshotPath(key string) string { return d.snaps().Path(key) }
 
 // Snapshot implements model.SnapshotDriver.
 func (d *Driver) Snapshot(_ context.Context, id string, transient bool, claim func(string) error) (model.SnapshotRef, error) {
@@ -69,9 +54,6 @@ func (d *Driver) Snapshot(_ context.Context, id string, transient bool, claim fu
 	if d.storage != StorageLoop {
 		return model.SnapshotRef{}, ErrNoSnapshots
 	}
-	if err := os.MkdirAll(d.snapshotsDir(), 0o700); err != nil {
-		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
-	}
 	part, cloned, mounts, err := d.copyFrozen(id)
 	if err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
@@ -80,7 +62,7 @@ func (d *Driver) Snapshot(_ context.Context, id string, transient bool, claim fu
 	if cloned {
 		ref.Method = "reflink"
 	}
-	if err := seal(part, transient, &ref); err != nil {
+	if ref.Key, ref.SizeBytes, err = snapstore.Seal(part, transient, cloned); err != nil {
 		_ = os.Remove(part)
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
@@ -91,14 +73,7 @@ func (d *Driver) Snapshot(_ context.Context, id string, transient bool, claim fu
 			return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: claim its key: %w", id, err)
 		}
 	}
-	final := d.snapshotPath(ref.Key)
-	if !transient && exists(final) {
-		_ = os.Remove(part) // the same state is stored already
-	} else if err := os.Rename(part, final); err != nil {
-		_ = os.Remove(part)
-		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
-	}
-	if err := syncDir(d.snapshotsDir()); err != nil {
+	if err := d.snaps().Put(part, ref.Key, transient); err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
 	return ref, nil
@@ -141,7 +116,9 @@ func (d *Driver) copyFrozen(id string) (part string, cloned bool, mounts []strin
 		return "", false, nil, fmt.Errorf("freeze filesystem: %w", err)
 	}
 	defer func() { _ = unix.IoctlSetInt(int(mnt.Fd()), fiThaw, 0) }()
-	part = filepath.Join(d.snapshotsDir(), ".part-"+randHex(16)+".img")
+	if part, err = d.snaps().NewPart(); err != nil {
+		return "", false, nil, err
+	}
 	cloned, err = loopdisk.CloneFile(part, filepath.Join(dir, diskImage))
 	if err != nil {
 		_ = os.Remove(part)
@@ -191,95 +168,6 @@ func (d *Driver) thawInterruptedSnapshot(id string) {
 // idLocks is a mutex per id, held while in use.
 type idLocks = keylock.Locks[string]
 
-// seal makes part durable and fills ref's key and size: the content
-// address of its data, or a random key when transient.
-func seal(part string, transient bool, ref *model.SnapshotRef) error {
-	f, err := os.Open(part)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if transient {
-		ref.Key = "tmp-" + randHex(16)
-		ref.SizeBytes = allocated(part)
-		return nil
-	}
-	var sum []byte
-	var n int64
-	if ref.Method == "reflink" {
-		sum, n, err = hashExtents(f)
-	} else {
-		sum, n, err = loopdisk.HashData(f)
-	}
-	if err != nil {
-		return err
-	}
-	ref.Key, ref.SizeBytes = "sha256-"+hex.EncodeToString(sum), n
-	return nil
-}
-
-// FS_IOC_FIEMAP and its flags (linux/fiemap.h).
-const (
-	fsIocFiemap     = 0xc020660b
-	fiemapFlagSync  = 0x1
-	fiemapExtLast   = 0x1
-	fiemapHeaderLen = 32
-	fiemapExtentLen = 56
-	fiemapBatch     = 512
-)
-
-// hashExtents hashes the extent map of a reflinked image: each extent's
-// logical offset, physical block address and length, and the file's
-// size. It reads no data, so it costs the same for 1 MiB as for 1 GiB.
-// Two images with equal hashes share every block, and a shared block is
-// copy-on-write, so equal keys still mean equal content (the converse does
-// not hold: identical data written twice is not deduplicated).
-func hashExtents(f *os.File) ([]byte, int64, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
-	h := sha256.New()
-	buf := make([]byte, fiemapHeaderLen+fiemapBatch*fiemapExtentLen)
-	var rec [24]byte
-	var n int64
-	for start := uint64(0); start < uint64(fi.Size()); {
-		clear(buf)
-		binary.NativeEndian.PutUint64(buf[0:], start)
-		binary.NativeEndian.PutUint64(buf[8:], uint64(fi.Size())-start)
-		binary.NativeEndian.PutUint32(buf[16:], fiemapFlagSync)
-		binary.NativeEndian.PutUint32(buf[24:], fiemapBatch)
-		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), fsIocFiemap, uintptr(unsafe.Pointer(&buf[0]))); errno != 0 {
-			return nil, 0, fmt.Errorf("map extents: %w", errno)
-		}
-		mapped := binary.NativeEndian.Uint32(buf[20:])
-		if mapped == 0 {
-			break
-		}
-		last := false
-		for i := range mapped {
-			e := buf[fiemapHeaderLen+int(i)*fiemapExtentLen:]
-			logical, physical, length := binary.NativeEndian.Uint64(e[0:]), binary.NativeEndian.Uint64(e[8:]), binary.NativeEndian.Uint64(e[16:])
-			binary.BigEndian.PutUint64(rec[0:], logical)
-			binary.BigEndian.PutUint64(rec[8:], physical)
-			binary.BigEndian.PutUint64(rec[16:], length)
-			h.Write(rec[:])
-			n += int64(length)
-			start = logical + length
-			last = binary.NativeEndian.Uint32(e[40:])&fiemapExtLast != 0
-		}
-		if last {
-			break
-		}
-	}
-	binary.BigEndian.PutUint64(rec[:8], uint64(fi.Size()))
-	h.Write(rec[:8])
-	return h.Sum(nil), n, nil
-}
-
 // snapshotTrimDelay is how long after a snapshot's unlink the clone pool
 // is trimmed to give its blocks back (see loopdisk.RemoveNow).
 const snapshotTrimDelay = time.Second
@@ -287,13 +175,8 @@ const snapshotTrimDelay = time.Second
 // DeleteSnapshot implements model.SnapshotDriver. A missing key is not an
 // error.
 func (d *Driver) DeleteSnapshot(_ context.Context, key string) error {
-	if !validSnapshotKey.MatchString(key) {
-		return fmt.Errorf("delete snapshot: invalid key %q", key)
-	}
-	// Unlinked, not truncated: a restore or fork may be cloning it.
-	err := os.Remove(d.snapshotPath(key))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("delete snapshot: %w", err)
+	if err := d.snaps().Delete(key); err != nil {
+		return err
 	}
 	if d.images != nil && d.images.Pool() != nil {
 		// XFS frees its blocks moments later, once the last reader let go.
@@ -303,53 +186,15 @@ func (d *Driver) DeleteSnapshot(_ context.Context, key string) error {
 }
 
 // restoreDisk makes dst, a new sandbox's disk image, a copy of snapshot key.
-func (d *Driver) restoreDisk(dst, key string) error {
-	if !validSnapshotKey.MatchString(key) {
-		return fmt.Errorf("restore snapshot: invalid key %q", key)
-	}
-	if _, err := loopdisk.CloneFile(dst, d.snapshotPath(key)); err != nil {
-		return fmt.Errorf("restore snapshot %s: %w", key, err)
-	}
-	return nil
-}
+func (d *Driver) restoreDisk(dst, key string) error { return d.snaps().Restore(dst, key) }
 
 var _ model.SnapshotLister = (*Driver)(nil)
 
 // SnapshotKeys implements model.SnapshotLister: the sha256-<hex>.img
 // images of the snapshot store (not the transient tmp- ones of forks, not
 // the .part- copies under way).
-func (d *Driver) SnapshotKeys(context.Context) ([]string, error) {
-	entries, err := os.ReadDir(d.snapshotsDir())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list snapshots: %w", err)
-	}
-	var keys []string
-	for _, e := range entries {
-		key, ok := strings.CutSuffix(e.Name(), ".img")
-		if ok && e.Type().IsRegular() && strings.HasPrefix(key, "sha256-") && validSnapshotKey.MatchString(key) {
-			keys = append(keys, key)
-		}
-	}
-	return keys, nil
-}
+func (d *Driver) SnapshotKeys(context.Context) ([]string, error) { return d.snaps().Keys() }
 
 // emptySnapshotTrash removes copies a crash interrupted and the transient
 // snapshots of forks it interrupted (New).
-func (d *Driver) emptySnapshotTrash() {
-	entries, _ := os.ReadDir(d.snapshotsDir())
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".part-") || strings.HasPrefix(e.Name(), "tmp-") {
-			_ = os.Remove(filepath.Join(d.snapshotsDir(), e.Name()))
-		}
-	}
-}
-
-// randHex returns n random bytes in hex.
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func (d *Driver) emptySnapshotTrash() { d.snaps().EmptyTrash() }

@@ -43,7 +43,10 @@ func (d *Driver) Stats(_ context.Context, id string) (model.Stats, error) {
 	if err != nil {
 		return model.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, err)
 	}
-	out := model.Stats{MemoryBytes: u.Memory, MemoryAnonBytes: u.MemoryAnon, Pids: u.Pids, CPUMicros: u.CPUMicros, Frozen: d.frozen.has(id)}
+	out := model.Stats{MemoryBytes: u.Memory, MemoryAnonBytes: u.MemoryAnon, Pids: u.Pids, CPUMicros: u.CPUMicros}
+	if cause := d.frozen.cause(id); cause != "" {
+		out.Frozen, out.FrozenReason = true, cause
+	}
 	if sd, ok := d.sandboxDisk(id); ok {
 		out.DiskUsedBytes, out.DiskQuotaBytes = sd.UsedBytes, sd.QuotaBytes
 	}

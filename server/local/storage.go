@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
@@ -243,26 +244,33 @@ func (d *Driver) SyncDisk(_ context.Context, id string) error {
 	return errors.Join(errs...)
 }
 
-// frozenSet is the sandboxes the storage watch froze.
+// frozenSet is the sandboxes the storage watch froze, each with its
+// cause: api.FrozenHostDisk or api.FrozenClonePool.
 type frozenSet struct {
 	mu  sync.Mutex
-	ids map[string]bool
+	ids map[string]string
 }
 
 func (f *frozenSet) has(id string) bool {
+	return f.cause(id) != ""
+}
+
+// cause is why sandbox id is frozen, "" when it is not.
+func (f *frozenSet) cause(id string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ids[id]
 }
 
-func (f *frozenSet) set(id string, frozen bool) {
+// set records sandbox id frozen for cause, or thawed when cause is "".
+func (f *frozenSet) set(id, cause string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ids == nil {
-		f.ids = map[string]bool{}
+		f.ids = map[string]string{}
 	}
-	if frozen {
-		f.ids[id] = true
+	if cause != "" {
+		f.ids[id] = cause
 	} else {
 		delete(f.ids, id)
 	}
@@ -278,6 +286,15 @@ func (f *frozenSet) list() []string {
 	return out
 }
 
+// frozenCause is the cause a freeze records: the clone pool when pool,
+// else the host's filesystem.
+func frozenCause(pool bool) string {
+	if pool {
+		return api.FrozenClonePool
+	}
+	return api.FrozenHostDisk
+}
+
 // WatchStorage implements model.StorageWatcher: it reads the host's free
 // space (and the clone pool's, which holds the sandboxes' disks) every
 // storageInterval and freezes every running sandbox while either is below
@@ -287,7 +304,7 @@ func (f *frozenSet) list() []string {
 // Sandboxes a previous driver left frozen are reported first.
 func (d *Driver) WatchStorage(ctx context.Context, changed func(id string, frozen, pool bool)) error {
 	for _, id := range d.frozen.list() {
-		changed(id, true, false) // left by a previous driver: its cause is not known
+		changed(id, true, d.frozen.cause(id) == api.FrozenClonePool) // left by a previous driver (adoptFrozen)
 	}
 	tick := time.NewTicker(storageInterval)
 	defer tick.Stop()
@@ -325,7 +342,7 @@ func (d *Driver) freezeAll(pool bool, changed func(id string, frozen, pool bool)
 		if st, err := readState(d.sandboxDir(o.ID)); err == nil && st.Paused != "" {
 			continue // paused: frozen already, and resume knows
 		}
-		if err := d.freeze(o.ID, true); err != nil {
+		if err := d.freeze(o.ID, frozenCause(pool)); err != nil {
 			if errors.Is(err, jail.ErrNoFreezer) {
 				d.log.Warn("host disk nearly full, but sandboxes cannot be frozen here (no freezer)", "id", o.ID)
 			} else {
@@ -345,7 +362,7 @@ func (d *Driver) freezeAll(pool bool, changed func(id string, frozen, pool bool)
 // thawAll thaws the sandboxes the watch froze.
 func (d *Driver) thawAll(changed func(id string, frozen, pool bool)) {
 	for _, id := range d.frozen.list() {
-		if err := d.freeze(id, false); err != nil {
+		if err := d.freeze(id, ""); err != nil {
 			d.log.Warn("thaw sandbox", "id", id, "err", err)
 			continue
 		}
@@ -354,8 +371,10 @@ func (d *Driver) thawAll(changed func(id string, frozen, pool bool)) {
 	}
 }
 
-// freeze freezes or thaws sandbox id's cgroup and records it.
-func (d *Driver) freeze(id string, frozen bool) error {
+// freeze freezes sandbox id's cgroup for cause, or thaws it when cause
+// is "", and records it.
+func (d *Driver) freeze(id, cause string) error {
+	frozen := cause != ""
 	st, err := readState(d.sandboxDir(id))
 	if err != nil {
 		return err
@@ -369,7 +388,7 @@ func (d *Driver) freeze(id string, frozen bool) error {
 			return err
 		}
 	}
-	d.frozen.set(id, frozen)
+	d.frozen.set(id, cause)
 	return nil
 }
 
@@ -386,44 +405,28 @@ func (d *Driver) adoptFrozen(id string) {
 	if err != nil || st.Paused != "" || !st.Cgroup.Frozen() {
 		return
 	}
-	if d.diskAboveWatermark() {
+	_, pool, room, err := d.diskRoom()
+	if err == nil && room {
 		if err := st.Cgroup.Freeze(false); err == nil {
 			d.log.Info("thawed an adopted sandbox: the host has space", "id", id)
 			return
 		}
 	}
-	d.frozen.set(id, true)
+	// The cause a freeze would have now: the clone pool when it, and
+	// not the host's filesystem, is below half its watermark.
+	d.frozen.set(id, frozenCause(pool))
 }
 
-// diskAboveWatermark reports whether the state directory's filesystem
-// and the clone pool have at least their watermarks free, where the
-// storage watch thaws.
-func (d *Driver) diskAboveWatermark() bool {
-	_, _, room, err := d.diskRoom()
-	return err == nil && room
-}
-
-// diskRoom reads the host's and the clone pool's free space: low when
-// either is below half its watermark, where the storage watch freezes,
-// room when both are at or above it, where it thaws. A pool short of
-// space while the host has grown past it is grown first (the pool cannot
-// be grown by freeing, so a frozen sandbox would wait for nothing).
+// diskRoom reads the host's and the clone pool's free space
+// (hostcap.Host.DiskRoom): low when either is below half its watermark,
+// where the storage watch freezes, room when both are at or above it,
+// where it thaws.
 func (d *Driver) diskRoom() (low, pool, room bool, err error) {
-	r := &hostReading{}
-	if err := d.statDisk(r); err != nil {
-		return false, false, false, err
+	h := d.capacity.Host
+	if h == nil { // a driver New did not make (cleanup's)
+		h = newCapacity(d).Host
 	}
-	if pw := d.watermark(r.poolTotal); r.poolTotal > 0 && r.poolFree < pw && d.cow.growable(r.diskTotal) {
-		d.growClonePool()
-		if err := d.statPool(r); err != nil {
-			return false, false, false, err
-		}
-	}
-	w, pw := d.watermark(r.diskTotal), d.watermark(r.poolTotal)
-	hostLow := w > 0 && r.diskFree < w/2
-	pool = !hostLow && r.poolTotal > 0 && pw > 0 && r.poolFree < pw/2
-	room = r.diskFree >= w && (r.poolTotal == 0 || r.poolFree >= pw)
-	return hostLow || pool, pool, room, nil
+	return h.DiskRoom()
 }
 
 // releaseHandles closes what the driver holds open on its sandboxes'

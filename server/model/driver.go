@@ -121,7 +121,10 @@ type Stats struct {
 	// DiskUsedBytes and DiskQuotaBytes are its own disk's use and size;
 	// 0 when it has none of its own.
 	DiskUsedBytes, DiskQuotaBytes int64
-	Frozen                        bool // stopped while the host's disk is full
+	Frozen                        bool // stopped while a disk is full
+	// FrozenReason is which disk: api.FrozenHostDisk or
+	// api.FrozenClonePool; a driver that leaves it empty means the host's.
+	FrozenReason string
 }
 
 // StatsDriver is a Driver that can report a sandbox's usage. It is

@@ -10,6 +10,8 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
@@ -122,10 +124,46 @@ func (s *Service) redirectBack(w http.ResponseWriter, r *http.Request, a authReq
 	http.Redirect(w, r, u.String(), http.StatusFound)
 }
 
+// refuseText answers an authorization request one of whose parameters
+// (or headers) is not text, bad its checkRequestText refusal, as RFC 6749
+// §4.1.2.1 has it: back to the client with error=invalid_request when
+// its client_id and redirect_uri are text and registered, else a page
+// for the user, never a redirect to a URI not verified. The guard's
+// JSON envelope answered these before, which a browser shows as raw
+// JSON. Nothing that is not text reaches the store or the redirect.
+func (s *Service) refuseText(w http.ResponseWriter, r *http.Request, a authRequest, bad *Error) error {
+	page := pageData{Error: "This authorization request cannot be read: " + bad.Description + ". Start again from the application."}
+	if !isText(a.ClientID) || !isText(a.RedirectURI) {
+		return s.page(w, http.StatusBadRequest, page)
+	}
+	_, err := s.check(r, &a)
+	var pe *pageError
+	var re *redirectError
+	switch {
+	case errors.As(err, &pe):
+		return s.page(w, http.StatusBadRequest, page)
+	case err != nil && !errors.As(err, &re):
+		return err
+	}
+	if !isText(a.State) {
+		a.State = "" // not echoed back as it came
+	}
+	s.redirectBack(w, r, a, url.Values{"error": {bad.Code}, "error_description": {bad.Description}})
+	return nil
+}
+
+// isText reports whether v can be a parameter's text: UTF-8 without NUL.
+func isText(v string) bool {
+	return utf8.ValidString(v) && !strings.ContainsRune(v, 0)
+}
+
 // authorize serves GET /oauth/authorize: the sign-in form, or, with a
 // signed-in session, the consent form.
 func (s *Service) authorize(w http.ResponseWriter, r *http.Request) error {
 	a := parseAuthRequest(r.URL.Query())
+	if bad := checkRequestText(r); bad != nil {
+		return s.refuseText(w, r, a, bad)
+	}
 	c, err := s.check(r, &a)
 	if err != nil {
 		return s.fail(w, r, a, err)
@@ -145,6 +183,9 @@ func (s *Service) form(w http.ResponseWriter, r *http.Request) (a authRequest, c
 		return a, nil, false, s.page(w, http.StatusBadRequest, pageData{Error: "The form could not be read."})
 	}
 	a = parseAuthRequest(r.PostForm)
+	if bad := checkRequestText(r); bad != nil {
+		return a, nil, false, s.refuseText(w, r, a, bad)
+	}
 	if c, err = s.check(r, &a); err != nil {
 		return a, nil, false, s.fail(w, r, a, err)
 	}

@@ -54,6 +54,30 @@ func (f *frozenSandboxes) set(id string, frozen, pool bool, now time.Time) {
 	}
 }
 
+// FrozenReason is why sandbox id is frozen (api.FrozenHostDisk,
+// api.FrozenClonePool), "" when it is not: the sandbox resource's
+// frozen_reason, so a client can say what ran out.
+func (s *Service) FrozenReason(id string) string {
+	f, ok := s.frozen.get(id)
+	switch {
+	case !ok:
+		return ""
+	case f.pool:
+		return api.FrozenClonePool
+	}
+	return api.FrozenHostDisk
+}
+
+// apiSandbox is sb as the API shows it, with what this server alone
+// knows of it: whether it is frozen, and why.
+func (s *Service) apiSandbox(sb *model.Sandbox) api.Sandbox {
+	out := sb.ToAPI()
+	if sb.Active() {
+		out.FrozenReason = s.FrozenReason(sb.ID)
+	}
+	return out
+}
+
 // FrozenAnswer is the 507 for a call to a frozen sandbox, or nil.
 // It names the clone pool when the pool, not the host's filesystem, ran
 // low.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // TestFrozenAnswerNamesItsCause: a sandbox the storage watch froze answers
@@ -45,5 +46,45 @@ func TestFrozenAnswerNamesItsCause(t *testing.T) {
 				t.Error("a thawed sandbox still answered 507")
 			}
 		})
+	}
+}
+
+// TestFrozenReason: the sandbox resource and its stats say why a sandbox
+// is frozen, with the stable values clients branch on: before, both had
+// only frozen: true, and the TUI said "the host ran out of disk space"
+// also when the clone pool had.
+func TestFrozenReason(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		frozen bool
+		pool   bool
+		stats  model.Stats // what the driver reports
+		want   string
+	}{
+		{name: "not frozen", stats: model.Stats{}, want: ""},
+		{name: "host", frozen: true, stats: model.Stats{Frozen: true, FrozenReason: api.FrozenHostDisk}, want: api.FrozenHostDisk},
+		{name: "clone pool", frozen: true, pool: true, stats: model.Stats{Frozen: true, FrozenReason: api.FrozenClonePool}, want: api.FrozenClonePool},
+		// A driver that does not say meant the host's disk, as frozen did.
+		{name: "driver without a reason", frozen: true, stats: model.Stats{Frozen: true}, want: api.FrozenHostDisk},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Service{}
+			if tt.frozen {
+				s.frozen.set("sb1", true, tt.pool, time.Now())
+			}
+			sb := &model.Sandbox{ID: "sb1", Status: api.StatusActive}
+			if got := s.apiSandbox(sb).FrozenReason; got != tt.want {
+				t.Errorf("sandbox frozen_reason = %q, want %q", got, tt.want)
+			}
+			if got := statsAnswer(tt.stats); got.FrozenReason != tt.want || got.Frozen != (tt.want != "") {
+				t.Errorf("stats frozen %v, frozen_reason %q; want %v, %q", got.Frozen, got.FrozenReason, tt.want != "", tt.want)
+			}
+		})
+	}
+	// A sandbox no longer active is not frozen, whatever was recorded.
+	s := &Service{}
+	s.frozen.set("sb1", true, true, time.Now())
+	if got := s.apiSandbox(&model.Sandbox{ID: "sb1", Status: api.StatusDestroyed}).FrozenReason; got != "" {
+		t.Errorf("a deleted sandbox's frozen_reason = %q, want none", got)
 	}
 }

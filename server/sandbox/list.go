@@ -42,7 +42,7 @@ func (s *Service) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]api.Sandbox, len(sbs))
 	for i, sb := range sbs {
-		out[i] = sb.ToAPI()
+		out[i] = s.apiSandbox(sb)
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil

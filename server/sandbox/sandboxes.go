@@ -383,7 +383,7 @@ func (s *Service) getSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := sb.ToAPI()
+	out := s.apiSandbox(sb)
 	// What its sidecar last stated to this server, so an operator sees
 	// one older than the server (docs/architecture.md, "Sidecar protocol
 	// versions"); a list does not say it.

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,9 +36,19 @@ func (s *Service) sandboxStats(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return fmt.Errorf("sandbox stats: %w", err)
 	}
-	httpx.WriteJSON(w, http.StatusOK, api.SandboxStats{
+	httpx.WriteJSON(w, http.StatusOK, statsAnswer(st))
+	return nil
+}
+
+// statsAnswer is the API's shape of a driver's stats: a frozen sandbox
+// says why, the host's disk when the driver does not say.
+func statsAnswer(st model.Stats) api.SandboxStats {
+	out := api.SandboxStats{
 		MemoryBytes: st.MemoryBytes, MemoryAnonBytes: st.MemoryAnonBytes, Pids: st.Pids,
 		DiskUsedBytes: st.DiskUsedBytes, DiskQuotaBytes: st.DiskQuotaBytes, Frozen: st.Frozen,
-	})
-	return nil
+	}
+	if st.Frozen {
+		out.FrozenReason = cmp.Or(st.FrozenReason, api.FrozenHostDisk)
+	}
+	return out
 }

@@ -8,11 +8,14 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sqlstore/sqldb"
 )
 
 const keyColumns = `k.id, k.account_id, k.name, k.key_hash, k.prefix, k.role, k.created_at, k.revoked_at, k.last_used_at, k.member_id, k.expires_at, k.demotions`
 
-type rowScanner interface{ Scan(dest ...any) error }
+// rowScanner is a row to scan (sqldb's, so that a scan serves
+// sqldb.QueryIndexOrdered too).
+type rowScanner = sqldb.Scanner
 
 // querier is what queryAllIn runs its query in: the pool or a transaction.
 type querier interface {
@@ -54,18 +57,18 @@ const keyLookupQuery = `SELECT ` + keyColumns + `, a.id, a.email, a.created_at, 
 // role there (none when they are no longer a member), in the same query,
 // so that a removed member's key is refused at its next use. On SQLite the
 // answer is cached until any change to the database but an audit append
-// (generation.go).
+// (sqldb.Generation).
 func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*model.APIKey, *model.Account, error) {
 	if s.cache == nil {
 		return s.apiKeyByHash(ctx, hash)
 	}
-	if ka, ok := s.cache.keys.get(hash); ok {
+	if ka, ok := s.cache.keys.Get(hash); ok {
 		return ka.key, ka.acct, nil
 	}
-	n := s.cache.keys.readGen()
+	n := s.cache.keys.ReadGen()
 	k, a, err := s.apiKeyByHash(ctx, hash)
 	if err == nil {
-		s.cache.keys.put(n, hash, keyAccount{k, a})
+		s.cache.keys.Put(n, hash, keyAccount{k, a})
 	}
 	return k, a, err
 }

@@ -19,18 +19,18 @@ const allowlistQuery = `SELECT rules FROM allowed_commands WHERE account_id = ?`
 // AllowedCommands implements model.AllowlistStore. It runs on every exec,
 // so it goes through a cached prepared statement, and on SQLite its answer
 // (none included) is cached until any change to the database but an
-// exec's own writes (generation.go).
+// exec's own writes (sqldb.Generation).
 func (s *Store) AllowedCommands(ctx context.Context, accountID string) ([]api.CommandRule, error) {
 	if s.cache == nil {
 		return s.allowedCommands(ctx, accountID)
 	}
-	if rules, ok := s.cache.allowlists.get(accountID); ok {
+	if rules, ok := s.cache.allowlists.Get(accountID); ok {
 		return rules, nil
 	}
-	n := s.cache.allowlists.readGen()
+	n := s.cache.allowlists.ReadGen()
 	rules, err := s.allowedCommands(ctx, accountID)
 	if err == nil {
-		s.cache.allowlists.put(n, accountID, rules)
+		s.cache.allowlists.Put(n, accountID, rules)
 	}
 	return rules, err
 }

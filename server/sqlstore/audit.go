@@ -8,6 +8,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sqlstore/sqldb"
 )
 
 const execLogColumns = `id, sandbox_id, seq, account_id, source, operation, detail, exit_code, output_truncated,
@@ -22,7 +23,11 @@ const appendRetries = 5
 // committed, in a group commit with the appends that arrived with it
 // (groupcommit.go).
 func (s *Store) AppendExecLog(ctx context.Context, e *model.ExecLogEntry) error {
-	return s.audit.append(ctx, e)
+	err := s.audit.Append(ctx, e)
+	if errors.Is(err, sqldb.ErrClosed) {
+		return fmt.Errorf("append exec log: %w", err)
+	}
+	return err
 }
 
 // appendOne appends e in a transaction of its own: what the group

@@ -10,21 +10,6 @@ import (
 	"modernc.org/sqlite"
 )
 
-func TestDollarPlaceholders(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`SELECT 1`, `SELECT 1`},
-		{`SELECT a FROM t WHERE b = ? AND c IN (?, ?)`, `SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)`},
-		{`UPDATE t SET x = '?' WHERE y = ?`, `UPDATE t SET x = '?' WHERE y = $1`},
-		{`SELECT "weird?col" FROM t WHERE z = ?`, `SELECT "weird?col" FROM t WHERE z = $1`},
-		{`INSERT INTO t VALUES (?, 'it''s ?', ?)`, `INSERT INTO t VALUES ($1, 'it''s ?', $2)`},
-	}
-	for _, tt := range tests {
-		if got := dollarPlaceholders(tt.in); got != tt.want {
-			t.Errorf("dollarPlaceholders(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // TestMigrationsMirrored: every dialect has the same migrations, so a
 // database moved from SQLite to Postgres (or a server switched between
 // them) ends up with the same schema version.
@@ -36,7 +21,7 @@ func TestMigrationsMirrored(t *testing.T) {
 		}
 		var out []string
 		for _, m := range ms {
-			out = append(out, m.name)
+			out = append(out, m.Name)
 		}
 		return out
 	}
@@ -68,7 +53,7 @@ func TestParseDSN(t *testing.T) {
 // TestSQLiteDurability checks the pragmas every SQLite connection gets:
 // WAL, and synchronous=FULL (2), so a commit is synced before the server
 // acknowledges what it recorded; and that on Linux the sync is fdatasync
-// (commitWithFdatasync), whatever the driver's switch said before.
+// (sqldb.CommitWithFdatasync), whatever the driver's switch said before.
 func TestSQLiteDurability(t *testing.T) {
 	fdatasync := runtime.GOOS == "linux"
 	if fdatasync {

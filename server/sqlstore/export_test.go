@@ -27,5 +27,5 @@ func (s *Store) Prepared() uint64 {
 	if s.gen == nil {
 		return 0
 	}
-	return s.gen.prepared.Load()
+	return s.gen.Prepared()
 }

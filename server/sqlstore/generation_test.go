@@ -204,21 +204,21 @@ func TestLookupCacheSeesEveryChange(t *testing.T) {
 			cached := func() lookedUp { return f.lookups(ctx, s.APIKeyByHash, s.Sandbox, s.AllowedCommands) }
 			direct := func() lookedUp { return f.lookups(ctx, s.apiKeyByHash, s.sandbox, s.allowedCommands) }
 			cached() // fills the cache
-			before := s.gen.n.Load()
+			before := s.gen.N()
 			// An audit append changes nothing the lookups read.
 			if err := s.AppendExecLog(ctx, &model.ExecLogEntry{ID: model.NewID(), SandboxID: f.sb.ID, AccountID: f.acct.ID, Source: api.LogSourceAgent, Operation: "exec", Detail: []byte("{}"), StartedAt: t0}); err != nil {
 				t.Fatal(err)
 			}
-			if n := s.gen.n.Load(); n != before {
+			if n := s.gen.N(); n != before {
 				t.Errorf("an audit append moved the generation from %d to %d", before, n)
 			}
-			if _, ok := s.cache.keys.get(f.key.Hash); !ok {
+			if _, ok := s.cache.keys.Get(f.key.Hash); !ok {
 				t.Errorf("the key is not answered from the cache after an audit append")
 			}
 			if err := tt.mutate(ctx, s, f); err != nil {
 				t.Fatal(err)
 			}
-			if n := s.gen.n.Load(); n == before {
+			if n := s.gen.N(); n == before {
 				t.Errorf("%s did not move the generation", tt.name)
 			}
 			want := direct()
@@ -239,11 +239,11 @@ func TestGenerationEveryTable(t *testing.T) {
 	f := newCacheFixture(t, s)
 	moved := func(name string, fn func() error) {
 		t.Helper()
-		before := s.gen.n.Load()
+		before := s.gen.N()
 		if err := fn(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if n, settled := s.gen.current(); !settled || n == before {
+		if n, settled := s.gen.Current(); !settled || n == before {
 			t.Errorf("%s: generation %d → %d, settled %v; want it moved and settled", name, before, n, settled)
 		}
 	}
@@ -265,7 +265,7 @@ func TestGenerationEveryTable(t *testing.T) {
 				return err
 			}
 			// Not yet returned: nothing may be answered from memory.
-			if _, settled := s.gen.current(); settled {
+			if _, settled := s.gen.Current(); settled {
 				return errors.New("the generation is settled inside the transaction that changed a row")
 			}
 			return nil
@@ -290,7 +290,7 @@ func TestGenerationEveryTable(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO accounts (id, email, created_at) VALUES (?, ?, 0)`, model.NewID(), f.acct.Email); err == nil {
 		t.Fatal("a duplicate account was inserted")
 	}
-	if _, settled := s.gen.current(); !settled {
+	if _, settled := s.gen.Current(); !settled {
 		t.Errorf("pending after failed statements")
 	}
 	moved("a write that returns rows", func() error {
@@ -309,14 +309,14 @@ func TestGenerationEveryTable(t *testing.T) {
 			return err
 		}
 		// Pending until the connection's next call (or its reset).
-		if _, settled := s.gen.current(); settled {
+		if _, settled := s.gen.Current(); settled {
 			return errors.New("settled before the connection's next call")
 		}
 		return conn.PingContext(ctx)
 	})
 	// A cascade: deleting a sandbox deletes rows that reference it.
 	moved("DeleteSandbox", func() error { return s.DeleteSandbox(ctx, f.orgSB.ID) })
-	if _, ok := s.cache.sandboxes.get([2]string{f.org.ID, f.orgSB.ID}); ok {
+	if _, ok := s.cache.sandboxes.Get([2]string{f.org.ID, f.orgSB.ID}); ok {
 		t.Errorf("a deleted sandbox is still cached")
 	}
 }

@@ -3,74 +3,27 @@ package sqlstore
 import (
 	"bytes"
 	"slices"
-	"sync"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sqlstore/sqldb"
 )
 
-// maxCached bounds the entries of one lookup cache; past it the cache
-// starts over (it holds what recent requests used, a few per caller).
-const maxCached = 4096
-
-// genCache answers a lookup from memory while the store's generation has
-// not moved since the answer was read (generation.go). Values are kept
-// and handed out as copies: callers may change what they get.
-type genCache[K comparable, V any] struct {
-	g     *generation
-	clone func(V) V
-	mu    sync.Mutex
-	gen   uint64 // the generation m was read in
-	m     map[K]V
-}
-
-func newGenCache[K comparable, V any](g *generation, clone func(V) V) *genCache[K, V] {
-	return &genCache[K, V]{g: g, clone: clone, m: map[K]V{}}
-}
-
-// get returns k's value if it was read in the current generation and no
-// change is under way.
-func (c *genCache[K, V]) get(k K) (v V, ok bool) {
-	n, settled := c.g.current()
-	if !settled {
-		return v, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != n {
-		clear(c.m)
-		c.gen = n
-		return v, false
-	}
-	if v, ok = c.m[k]; ok {
-		v = c.clone(v)
-	}
-	return v, ok
-}
-
-// readGen is the generation to pass to put for a value read from now on:
-// a change that commits during the read moves the generation past it.
-func (c *genCache[K, V]) readGen() uint64 { return c.g.n.Load() }
-
-// put keeps v, read in generation n, unless the generation moved since.
-func (c *genCache[K, V]) put(n uint64, k K, v V) {
-	if c.g.n.Load() != n {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != n || len(c.m) >= maxCached {
-		clear(c.m)
-		c.gen = n
-	}
-	c.m[k] = c.clone(v)
+// exemptTables are the tables whose changes do not move the generation
+// (sqldb.Generation): those written on an exec's path (the audit chain by
+// every exec, the idempotency record of an exec that carries a key, the
+// webhook deliveries of an account with subscriptions). No cached lookup
+// reads them (TestLookupQueriesReadNoExemptTable), and every other table
+// moves it (TestGenerationEveryTable).
+var exemptTables = map[string]bool{
+	"exec_log": true, "exec_log_heads": true, "idempotency_keys": true, "webhook_deliveries": true,
 }
 
 // lookups are the cached per-request reads of a SQLite store.
 type lookups struct {
-	keys       *genCache[string, keyAccount]        // by key hash
-	sandboxes  *genCache[[2]string, *model.Sandbox] // by account id, sandbox id
-	allowlists *genCache[string, []api.CommandRule] // by account id; nil: none
+	keys       *sqldb.Cache[string, keyAccount]        // by key hash
+	sandboxes  *sqldb.Cache[[2]string, *model.Sandbox] // by account id, sandbox id
+	allowlists *sqldb.Cache[string, []api.CommandRule] // by account id; nil: none
 }
 
 type keyAccount struct {
@@ -78,11 +31,11 @@ type keyAccount struct {
 	acct *model.Account
 }
 
-func newLookups(g *generation) *lookups {
+func newLookups(g *sqldb.Generation) *lookups {
 	return &lookups{
-		keys:       newGenCache[string](g, cloneKeyAccount),
-		sandboxes:  newGenCache[[2]string](g, cloneSandbox),
-		allowlists: newGenCache[string](g, cloneRules),
+		keys:       sqldb.NewCache[string](g, cloneKeyAccount),
+		sandboxes:  sqldb.NewCache[[2]string](g, cloneSandbox),
+		allowlists: sqldb.NewCache[string](g, cloneRules),
 	}
 }
 

@@ -2,23 +2,17 @@ package sqlstore
 
 import (
 	"context"
-	"crypto/tls"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
-	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sqlstore/sqldb"
 )
 
 // Advisory lock keys, in the two-int4 form pg_advisory_xact_lock(class, key)
@@ -43,9 +37,9 @@ const revokeChannel = "boxkite_revoke"
 var postgresDialect = dialect{
 	name:       "postgres",
 	driverName: "pgx",
-	open:       openPostgres,
+	open:       sqldb.OpenPostgres,
 	dsn:        func(rest string, _ time.Duration) (string, error) { return rest, nil },
-	rebind:     dollarPlaceholders,
+	rebind:     sqldb.DollarPlaceholders,
 	isUnique: func(err error) bool {
 		var pe *pgconn.PgError
 		return errors.As(err, &pe) && pe.Code == "23505" // unique_violation
@@ -72,33 +66,6 @@ var postgresDialect = dialect{
 	notifyRevoke: `SELECT pg_notify('` + revokeChannel + `', $1)`,
 }
 
-// dollarPlaceholders rewrites ? placeholders as $1, $2, …, leaving quoted
-// strings and identifiers alone.
-func dollarPlaceholders(q string) string {
-	var b strings.Builder
-	b.Grow(len(q) + 16)
-	n := 0
-	var quote byte
-	for i := range len(q) {
-		c := q[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '?':
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
 var _ model.AuditListener = (*Store)(nil)
 
 // ListenAudit implements model.AuditListener: on Postgres it LISTENs on a
@@ -120,72 +87,7 @@ func (s *Store) listen(ctx context.Context, channel string, notify func(payload 
 	if s.d.name != postgresDialect.name {
 		return nil
 	}
-	conn, err := pgx.Connect(ctx, s.dsn)
-	if err != nil {
-		return fmt.Errorf("connect to listen: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
-		return fmt.Errorf("listen %s: %w", channel, err)
-	}
-	connected()
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("wait for notification: %w", err)
-		}
-		notify(n.Payload)
-	}
-}
-
-// openPostgres opens the pool so that a connection is checked before it
-// is used again: a session the server ended meanwhile (a restart, a
-// failover, pg_terminate_backend after ALTER DATABASE … SET
-// default_transaction_read_only) has sent its last words, or closed, and
-// is dropped and another drawn, rather than failing the request that drew
-// it. The check peeks at the socket without waiting: one system call.
-func openPostgres(dsn string) (*sql.DB, error) {
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("parse postgres url: %w", err)
-	}
-	return stdlib.OpenDB(*cfg, stdlib.OptionResetSession(func(_ context.Context, c *pgx.Conn) error {
-		if !idleConnOK(c.PgConn().Conn()) {
-			return driver.ErrBadConn
-		}
-		return nil
-	})), nil
-}
-
-// idleConnOK reports whether an idle connection has nothing to read and
-// is not closed: anything the server sends unasked on an idle session
-// (a FATAL error as it ends it) means it is done with.
-func idleConnOK(c net.Conn) bool {
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
-	}
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return true // cannot tell: let the query find out
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return true
-	}
-	healthy := true
-	// Control, not Read: pgx may have a reader of its own parked on the
-	// socket, holding the read lock; a peek that does not wait needs none.
-	_ = rc.Control(func(fd uintptr) {
-		var b [1]byte
-		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		// Only "nothing to read yet" is healthy: a byte, an end of file
-		// or a reset mean the session is over.
-		healthy = errors.Is(err, unix.EAGAIN)
-	})
-	return healthy
+	return sqldb.Listen(ctx, s.dsn, channel, notify, connected)
 }
 
 var _ model.RevocationListener = (*Store)(nil)

@@ -18,7 +18,7 @@ var _ model.QuotaStore = (*Store)(nil)
 const quotaLockID = 0x62786b71756f7461
 
 // ReserveSandboxes implements model.QuotaStore. The critical section is
-// the transaction: SQLite's BEGIN IMMEDIATE (see sqliteDSN) lets one
+// the transaction: SQLite's BEGIN IMMEDIATE (see sqldb.SQLiteDSN) lets one
 // writer in at a time, across processes too; on Postgres the transaction
 // first takes an advisory lock that every reservation shares.
 func (s *Store) ReserveSandboxes(ctx context.Context, accountID string, since, now time.Time,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sqlstore/sqldb"
 )
 
 const sandboxColumns = `id, account_id, label, size, storage_gb, lifetime_minutes, status, destroy_reason,
@@ -117,19 +118,19 @@ const sandboxLookupQuery = `SELECT ` + sandboxColumns + `
 		FROM sandboxes WHERE id = ? AND account_id = ?`
 
 // Sandbox implements model.SandboxStore. On SQLite the answer is cached
-// until any change to the database but an audit append (generation.go).
+// until any change to the database but an audit append (sqldb.Generation).
 func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*model.Sandbox, error) {
 	if s.cache == nil {
 		return s.sandbox(ctx, accountID, id)
 	}
 	k := [2]string{accountID, id}
-	if sb, ok := s.cache.sandboxes.get(k); ok {
+	if sb, ok := s.cache.sandboxes.Get(k); ok {
 		return sb, nil
 	}
-	n := s.cache.sandboxes.readGen()
+	n := s.cache.sandboxes.ReadGen()
 	sb, err := s.sandbox(ctx, accountID, id)
 	if err == nil {
-		s.cache.sandboxes.put(n, k, sb)
+		s.cache.sandboxes.Put(n, k, sb)
 	}
 	return sb, err
 }
@@ -162,7 +163,7 @@ func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly 
 // sandboxes_account_created_id (migrations 0277 and 0281) serves the
 // order, and sandboxes_account_status_created (0278) that of the live ones.
 // On Postgres a page (a limit) is read in the index's order whatever the
-// planner's statistics say (queryIndexOrdered).
+// planner's statistics say (sqldb.QueryIndexOrdered).
 func (s *Store) ListSandboxPage(ctx context.Context, accountID string, p model.SandboxPage) ([]*model.Sandbox, error) {
 	query, args := sandboxPageQuery(accountID, p)
 	return queryPage(ctx, s, p, "sandboxes", scanSandbox, query, args...)
@@ -171,7 +172,7 @@ func (s *Store) ListSandboxPage(ctx context.Context, accountID string, p model.S
 // queryPage runs a query of ListSandboxPage's.
 func queryPage[T any](ctx context.Context, s *Store, p model.SandboxPage, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
 	if p.Limit > 0 && s.d.name == postgresDialect.name {
-		return queryIndexOrdered(ctx, s, what, scan, query, args...)
+		return sqldb.QueryIndexOrdered(ctx, s.db, what, scan, s.q(query), args...)
 	}
 	return queryAll(ctx, s, what, scan, query, args...)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sqlstore/sqldb"
 )
 
 // Store is a model.Store on a SQL database.
@@ -23,18 +24,18 @@ type Store struct {
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
 
-	audit *committer // group-commits audit appends (groupcommit.go)
+	audit *sqldb.Committer[*model.ExecLogEntry] // group-commits audit appends (groupcommit.go)
 
 	// gen and cache are set on SQLite only: the data generation and the
-	// per-request lookups it keeps (generation.go, lookupcache.go).
-	gen   *generation
+	// per-request lookups it keeps (sqldb.Generation, lookupcache.go).
+	gen   *sqldb.Generation
 	cache *lookups
 
-	owner *os.File // SQLite: the owner lock (owner_unix.go); nil on Postgres
+	owner *os.File // SQLite: the owner lock (sqldb.LockOwner); nil on Postgres
 
-	// slot queues the writes on SQLite (writeslot.go); nil on Postgres,
+	// slot queues the writes on SQLite (sqldb.WriteSlot); nil on Postgres,
 	// whose row locks let writers run together.
-	slot *writeSlot
+	slot *sqldb.WriteSlot
 
 	// usageTurns bounds the usage reads running at once on SQLite
 	// (Usage); nil on Postgres, whose connections are the server's.
@@ -46,6 +47,14 @@ type Store struct {
 }
 
 var _ model.Store = (*Store)(nil)
+
+// ErrInUse is returned by Open when another process holds the SQLite
+// database: a SQLite database is one server's alone (Shared), and what
+// that server keeps in memory rests on it — the lookup cache
+// (lookupcache.go) sees only its own process's writes, so a second server
+// revoking a key there would go unseen by the first. Several servers
+// share a database on Postgres.
+var ErrInUse = sqldb.ErrInUse
 
 // Open opens the database named by dsn ("sqlite:PATH", or a bare PATH for
 // SQLite, creating it if needed; or a postgres:// URL) and applies pending
@@ -65,16 +74,16 @@ func open(ctx context.Context, dsn string, busy time.Duration) (*Store, error) {
 		return nil, err
 	}
 	var db *sql.DB
-	var gen *generation
+	var gen *sqldb.Generation
 	var owner *os.File
 	switch {
 	case d.name == sqliteDialect.name:
-		if owner, err = lockOwner(rest); err != nil {
+		if owner, err = sqldb.LockOwner(rest); err != nil {
 			return nil, err
 		}
-		gen = &generation{}
-		commitWithFdatasync()
-		db, err = openSQLite(driverDSN, gen)
+		gen = sqldb.NewGeneration(exemptTables)
+		sqldb.CommitWithFdatasync()
+		db, err = sqldb.OpenSQLite(driverDSN, gen)
 	case d.open != nil:
 		db, err = d.open(driverDSN)
 	default:
@@ -101,12 +110,12 @@ func open(ctx context.Context, dsn string, busy time.Duration) (*Store, error) {
 	s := &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}, gen: gen, owner: owner}
 	if gen != nil {
 		s.cache = newLookups(gen)
-		s.slot = &writeSlot{db: db, storeWide: func(err error) bool {
+		s.slot = sqldb.NewWriteSlot(db, func(err error) bool {
 			return d.storeFault(err) != nil || errors.Is(err, context.DeadlineExceeded)
-		}}
+		})
 		s.usageTurns = make(chan struct{}, usageReaders)
 	}
-	s.audit = newCommitter(s.appendBatch, s.appendOne)
+	s.audit = sqldb.NewCommitter(s.appendBatch, s.appendOne, isStoreWide)
 	return s, nil
 }
 
@@ -116,7 +125,7 @@ func (s *Store) Shared() bool { return s.d.name == postgresDialect.name }
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.audit.close()
+	s.audit.Close()
 	s.mu.Lock()
 	for _, st := range s.stmts {
 		st.Close()
@@ -217,13 +226,13 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // txOn runs fn in a transaction, on SQLite once it is the write slot's
 // turn: fn must not call a method of s that writes, and may run more than
-// once (writeslot.go). The wait for the slot ends with ctx; a transaction
+// once (sqldb.WriteSlot). The wait for the slot ends with ctx; a transaction
 // of fn's own (alone in the slot, or on Postgres) runs on txCtx.
 func (s *Store) txOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
 	if s.slot != nil {
-		return s.slot.txOn(ctx, txCtx, fn)
+		return s.slot.TxOn(ctx, txCtx, fn)
 	}
-	return runTx(txCtx, s.db, fn)
+	return sqldb.RunTx(txCtx, s.db, fn)
 }
 
 // exec runs a statement that writes outside a transaction; on SQLite once
@@ -232,7 +241,7 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 	var res sql.Result
 	var err error
 	if s.slot != nil {
-		res, err = s.slot.exec(ctx, query, args...)
+		res, err = s.slot.Exec(ctx, query, args...)
 	} else {
 		res, err = s.db.ExecContext(ctx, query, args...)
 	}
@@ -277,4 +286,14 @@ func fromNullMicros(n sql.NullInt64) *time.Time {
 	}
 	t := fromMicros(n.Int64)
 	return &t
+}
+
+// WriteStats returns how many transactions of the write slot ran more
+// than one write, and how many writes they committed (tests check that
+// writes waiting together share a commit).
+func (s *Store) WriteStats() (batches, writes int64) {
+	if s.slot == nil {
+		return 0, 0
+	}
+	return s.slot.Stats()
 }

@@ -17,7 +17,7 @@ import (
 // transaction, the lone write, the pool as an execer (whose writes are
 // lone ones) and the audit committer (whose goroutine waits for the slot
 // while the caller waits for it).
-var slotRoots = []string{"txOn", "exec", "pool", "audit.append"}
+var slotRoots = []string{"txOn", "exec", "pool", "audit.Append"}
 
 // dbReads are the uses of a *Store's pool that never write.
 var dbReads = map[string]bool{
@@ -35,7 +35,7 @@ func writesInsideTransactions(fset *token.FileSet, files []*ast.File) []string {
 	type method struct {
 		recv  string
 		decl  *ast.FuncDecl
-		calls []string // what it calls on its receiver: "tx", "audit.append"…
+		calls []string // what it calls on its receiver: "tx", "audit.Append"…
 	}
 	methods := map[string]*method{}
 	for _, f := range files {
@@ -182,7 +182,7 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error { return
 func (s *Store) exec(ctx context.Context, q string) error { _, err := s.db.ExecContext(ctx, q); return err }
 func (s *Store) Write(ctx context.Context) error { return s.exec(ctx, "") }
 func (s *Store) Read(ctx context.Context) error { return s.db.QueryRowContext(ctx, "").Err() }
-func (s *Store) Append(ctx context.Context) error { return s.audit.append(ctx, nil) }
+func (s *Store) Append(ctx context.Context) error { return s.audit.Append(ctx, nil) }
 `
 	for _, tc := range []struct {
 		name, src string

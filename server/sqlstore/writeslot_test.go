@@ -14,15 +14,16 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sqlstore/sqldb"
 )
 
 // waitSlotQueue waits until n writers wait for the slot. Its bound is not a
 // timing assertion: a writer that never queues fails the test.
-func waitSlotQueue(t *testing.T, w *writeSlot, n int) {
+func waitSlotQueue(t *testing.T, w *sqldb.WriteSlot, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); w.waiting() != n; {
+	for deadline := time.Now().Add(time.Minute); w.Waiting() != n; {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d writers wait for the slot; want %d", w.waiting(), n)
+			t.Fatalf("%d writers wait for the slot; want %d", w.Waiting(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -47,54 +48,6 @@ func holdSlot(t *testing.T, s *Store) (release func()) {
 		if err := <-done; err != nil {
 			t.Errorf("the write that held the slot: %v", err)
 		}
-	}
-}
-
-// TestWriteSlotOrder: waiters run in the order they asked for the slot,
-// together in one transaction once it comes free; one whose context ends
-// leaves the queue without running.
-func TestWriteSlotOrder(t *testing.T) {
-	s := openSlotStore(t)
-	release := holdSlot(t, s)
-	var (
-		order []int // appended by the batch's leader, one write at a time
-		wg    sync.WaitGroup
-	)
-	ctx, cancel := context.WithCancel(t.Context())
-	gaveUp := make(chan error, 1)
-	for i := range 8 {
-		if i == 3 {
-			go func() {
-				gaveUp <- s.tx(ctx, func(*sql.Tx) error { order = append(order, i); return nil })
-			}()
-		} else {
-			wg.Go(func() {
-				if err := s.tx(t.Context(), func(*sql.Tx) error { order = append(order, i); return nil }); err != nil {
-					t.Errorf("waiter %d: %v", i, err)
-				}
-			})
-		}
-		waitSlotQueue(t, s.slot, i+1)
-	}
-	cancel()
-	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
-		t.Errorf("the cancelled waiter got %v; want context.Canceled", err)
-	}
-	waitSlotQueue(t, s.slot, 7)
-	release()
-	wg.Wait()
-	if diff := cmp.Diff([]int{0, 1, 2, 4, 5, 6, 7}, order); diff != "" {
-		t.Errorf("order of the waiters (-want +got):\n%s", diff)
-	}
-	if b, n := s.WriteStats(); b != 1 || n != 7 {
-		t.Errorf("WriteStats: %d batches of %d writes; want the 7 waiters in 1", b, n)
-	}
-	// Free again: a caller whose context has ended is refused, not queued.
-	if err := s.tx(ctx, func(*sql.Tx) error { return nil }); !errors.Is(err, context.Canceled) {
-		t.Errorf("a write with a cancelled context: %v; want context.Canceled", err)
-	}
-	if err := s.tx(t.Context(), func(*sql.Tx) error { return nil }); err != nil {
-		t.Errorf("a write on the free slot: %v", err)
 	}
 }
 

@@ -66,6 +66,10 @@ pub struct SandboxInfo {
     /// server's, the sandbox runs an older sidecar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sidecar_protocol: Option<i64>,
+    /// Why a running sandbox is frozen: "host_disk" or "clone_pool" (the
+    /// disk that ran low); None when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frozen_reason: Option<String>,
 }
 
 /// The body of POST /v1/sandboxes; None fields take the server's defaults.

@@ -2632,6 +2632,7 @@ export interface components {
             destroyed_at?: string;
             /** Format: date-time */
             expires_at: string;
+            frozen_reason?: string;
             id: string;
             label?: string;
             lifetime_minutes: number;
@@ -2653,6 +2654,7 @@ export interface components {
             destroyed_at?: string;
             /** Format: date-time */
             expires_at: string;
+            frozen_reason?: string;
             id: string;
             label?: string;
             lifetime_minutes: number;
@@ -2666,6 +2668,7 @@ export interface components {
         };
         SandboxDisk: {
             frozen?: boolean;
+            frozen_reason?: string;
             id: string;
             label?: string;
             quota_bytes: number;
@@ -2680,6 +2683,7 @@ export interface components {
             disk_quota_bytes?: number;
             disk_used_bytes?: number;
             frozen?: boolean;
+            frozen_reason?: string;
             memory_anon_bytes: number;
             memory_bytes: number;
             pids: number;

@@ -30,8 +30,16 @@ export async function sandboxPage(main, [id], ctx) {
       const st = await call('GET', base + '/stats');
       facts(resources, [['Memory', fmtBytes(st.memory_bytes)], ['Tasks', String(st.pids)],
         ['Disk', st.disk_quota_bytes ? fmtBytes(st.disk_used_bytes) + ' of ' + fmtBytes(st.disk_quota_bytes) : ''],
-        ['Frozen', st.frozen ? 'yes (the host is out of disk)' : '']]);
+        ['Frozen', st.frozen ? frozenText(sb.frozen_reason || st.frozen_reason) : '']]);
     } catch (e) { replace(resources, h('p', { class: 'hint' }, errText(e))); }
+  }
+
+  // frozenText says which disk ran out (frozen_reason: host_disk or
+  // clone_pool); the sandbox thaws by itself once it has room.
+  function frozenText(reason) {
+    return reason === 'clone_pool'
+      ? 'yes (the clone pool that holds the sandboxes\' disks is out of space; it resumes once space is freed in it)'
+      : 'yes (the host is out of disk space; it resumes once space is freed)';
   }
 
   async function loadProcesses() {

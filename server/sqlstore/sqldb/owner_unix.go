@@ -1,6 +1,6 @@
 //go:build unix
 
-package sqlstore
+package sqldb
 
 import (
 	"errors"
@@ -10,19 +10,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrInUse is returned by Open when another process holds the SQLite
-// database: a SQLite database is one server's alone (Shared), and what
-// that server keeps in memory rests on it — the lookup cache
-// (lookupcache.go) sees only its own process's writes, so a second server
-// revoking a key there would go unseen by the first. Several servers
-// share a database on Postgres.
+// ErrInUse is returned by LockOwner when another process holds the SQLite
+// database: a SQLite database is one server's alone, and what that server
+// keeps in memory rests on it — a Cache sees only its own process's
+// writes (Generation), so a second server revoking a key there would go
+// unseen by the first. Several servers share a database on Postgres.
 var ErrInUse = errors.New("the database is in use by another process")
 
-// lockOwner takes the database's owner lock: an exclusive flock on
+// LockOwner takes the database's owner lock: an exclusive flock on
 // PATH.lock, held until the store closes (or the process dies, which is
 // why it is a lock and not a pid file). The descriptor is close-on-exec,
 // so no jail or helper the server starts inherits it.
-func lockOwner(path string) (*os.File, error) {
+func LockOwner(path string) (*os.File, error) {
 	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open database lock: %w", err)

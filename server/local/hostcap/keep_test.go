@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package hostcap
 
 import (
 	"context"
@@ -8,24 +8,21 @@ import (
 	"time"
 )
 
-// keepDriver is a driver on the roomy fake host whose reading is kept
+// keepHost is an account of the roomy fake host whose reading is kept
 // every keepEvery for keepFor after a create's admission.
-func keepDriver(t *testing.T, keepEvery, keepFor time.Duration) *Driver {
+func keepHost(t *testing.T, keepEvery, keepFor time.Duration) *Host {
 	t.Helper()
-	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Host: HostLimits{ProcRoot: roomy.write(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.capacity.keepEvery, d.capacity.keepFor = keepEvery, keepFor
-	t.Cleanup(d.stopKeeping)
+	d := newHost(t, Limits{ProcRoot: roomy.write(t)})
+	d.keepEvery, d.keepFor = keepEvery, keepFor
+	t.Cleanup(d.Stop)
 	return d
 }
 
 // capacityState is the reading's time and whether keepFresh runs.
-func capacityState(d *Driver) (at time.Time, keeping, refreshing bool) {
-	d.capacity.mu.Lock()
-	defer d.capacity.mu.Unlock()
-	return d.capacity.reading.at, d.capacity.keeping, d.capacity.refreshing
+func capacityState(d *Host) (at time.Time, keeping, refreshing bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.reading.At, d.keeping, d.refreshing
 }
 
 // waitFor polls cond until it holds, failing the test after a generous
@@ -46,7 +43,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // passed; then nothing reads the host any more.
 func TestCapacityKeptFresh(t *testing.T) {
 	t.Parallel()
-	d := keepDriver(t, 5*time.Millisecond, 200*time.Millisecond)
+	d := keepHost(t, 5*time.Millisecond, 200*time.Millisecond)
 	if err := d.AdmitCreate(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +54,7 @@ func TestCapacityKeptFresh(t *testing.T) {
 	waitFor(t, "a reading taken in the background", func() bool {
 		at, keeping, _ := capacityState(d)
 		if !at.After(first) && !keeping {
-			d.keepReading()
+			d.Keep()
 		}
 		return at.After(first)
 	})
@@ -73,23 +70,23 @@ func TestCapacityKeptFresh(t *testing.T) {
 }
 
 // TestCapacityKeptServes: while the reading is kept, a create past
-// capacityTTL reads the cheap parts and starts no reading beside itself
+// TTL reads the cheap parts and starts no reading beside itself
 // (the keeper takes the next); the admission rules stay: past
-// capacityMaxAge (a keeper that lags) the create takes a reading itself.
+// MaxAge (a keeper that lags) the create takes a reading itself.
 func TestCapacityKeptServes(t *testing.T) {
 	t.Parallel()
-	d := keepDriver(t, time.Hour, time.Hour) // kept, but no tick within the test
+	d := keepHost(t, time.Hour, time.Hour) // kept, but no tick within the test
 	ctx := context.Background()
 	if err := d.AdmitCreate(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	age := func(by time.Duration) time.Time {
-		d.capacity.mu.Lock()
-		defer d.capacity.mu.Unlock()
-		d.capacity.reading.at = d.capacity.reading.at.Add(-by)
-		return d.capacity.reading.at
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.reading.At = d.reading.At.Add(-by)
+		return d.reading.At
 	}
-	aged := age(capacityTTL)
+	aged := age(TTL)
 	if err := d.AdmitCreate(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -99,31 +96,30 @@ func TestCapacityKeptServes(t *testing.T) {
 		return !refreshing
 	})
 	if at, keeping, _ := capacityState(d); !at.Equal(aged) || !keeping {
-		t.Errorf("after a create past capacityTTL while kept: reading taken %v later, keeping %t; want the same reading, kept", at.Sub(aged), keeping)
+		t.Errorf("after a create past TTL while kept: reading taken %v later, keeping %t; want the same reading, kept", at.Sub(aged), keeping)
 	}
-	stale := age(capacityMaxAge)
+	stale := age(MaxAge)
 	if err := d.AdmitCreate(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if at, _, _ := capacityState(d); !at.After(stale.Add(capacityMaxAge)) {
-		t.Errorf("a create past capacityMaxAge while kept did not take a reading (reading at %v)", at)
+	if at, _, _ := capacityState(d); !at.After(stale.Add(MaxAge)) {
+		t.Errorf("a create past MaxAge while kept did not take a reading (reading at %v)", at)
 	}
 }
 
-// TestCapacityKeepingStopsAtShutdown: Shutdown ends the keeping.
-func TestCapacityKeepingStopsAtShutdown(t *testing.T) {
+// TestCapacityKeepingStopsAtStop: Stop (the driver's Shutdown) ends the
+// keeping.
+func TestCapacityKeepingStopsAtStop(t *testing.T) {
 	t.Parallel()
-	d := keepDriver(t, 5*time.Millisecond, time.Hour)
+	d := keepHost(t, 5*time.Millisecond, time.Hour)
 	if err := d.AdmitCreate(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
 	if _, keeping, _ := capacityState(d); !keeping {
 		t.Fatal("no keeping after a create's admission")
 	}
-	if err := d.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the keeping to end at Shutdown", func() bool {
+	d.Stop()
+	waitFor(t, "the keeping to end at Stop", func() bool {
 		_, keeping, _ := capacityState(d)
 		return !keeping
 	})

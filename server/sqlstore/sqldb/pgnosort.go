@@ -1,14 +1,18 @@
-package sqlstore
+package sqldb
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// queryIndexOrdered runs a query whose ORDER BY an index serves, on
+// Scanner is a row to scan: *sql.Row, *sql.Rows, pgx.Rows.
+type Scanner interface{ Scan(dest ...any) error }
+
+// QueryIndexOrdered runs a query whose ORDER BY an index serves, on
 // Postgres with sorting turned off for it alone, in one round trip:
 // set_config('enable_sort', 'off', true) and the query are one pgx batch,
 // which Postgres runs as one implicit transaction, so the setting ends
@@ -21,8 +25,10 @@ import (
 // sorting off, the index's order is the only cheap one whatever the
 // statistics say (bench/issue27/session21-store21.md). A SET LOCAL in a
 // transaction of database/sql costs four round trips; this, one.
-func queryIndexOrdered[T any](ctx context.Context, s *Store, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
-	conn, err := s.db.Conn(ctx)
+// query is written for Postgres ($1 placeholders). db must be a pgx
+// pool (OpenPostgres).
+func QueryIndexOrdered[T any](ctx context.Context, db *sql.DB, what string, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", what, err)
 	}
@@ -33,7 +39,7 @@ func queryIndexOrdered[T any](ctx context.Context, s *Store, what string, scan f
 		if !ok {
 			return fmt.Errorf("query %s: a postgres connection is a %T, not pgx's", what, dc)
 		}
-		out, err = batchIndexOrdered(ctx, pc.Conn(), scan, s.q(query), args)
+		out, err = batchIndexOrdered(ctx, pc.Conn(), scan, query, args)
 		return err
 	})
 	if err != nil {
@@ -42,8 +48,8 @@ func queryIndexOrdered[T any](ctx context.Context, s *Store, what string, scan f
 	return out, nil
 }
 
-// batchIndexOrdered is queryIndexOrdered's batch on one connection.
-func batchIndexOrdered[T any](ctx context.Context, c *pgx.Conn, scan func(rowScanner) (T, error), query string, args []any) (out []T, err error) {
+// batchIndexOrdered is QueryIndexOrdered's batch on one connection.
+func batchIndexOrdered[T any](ctx context.Context, c *pgx.Conn, scan func(Scanner) (T, error), query string, args []any) (out []T, err error) {
 	var b pgx.Batch
 	b.Queue(`SELECT set_config('enable_sort', 'off', true)`)
 	b.Queue(query, args...)

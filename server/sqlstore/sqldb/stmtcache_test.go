@@ -1,18 +1,37 @@
-package sqlstore
+package sqldb
 
 import (
 	"database/sql"
 	"fmt"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// stmtConn is one connection of s's pool, with a scratch table t of rows
-// (1, 'a') … (3, 'c').
-func stmtConn(t *testing.T, s *Store) *sql.Conn {
+// openTestDB opens a SQLite database in a scratch directory, its pool's
+// connections moving the returned generation, no table exempt.
+func openTestDB(t *testing.T) (*sql.DB, *Generation) {
 	t.Helper()
-	c, err := s.db.Conn(t.Context())
+	dsn, err := SQLiteDSN(filepath.Join(t.TempDir(), "test.db"), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGeneration(nil)
+	db, err := OpenSQLite(dsn, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, g
+}
+
+// stmtConn is one connection of db's pool, with a scratch table t of rows
+// (1, 'a') … (3, 'c').
+func stmtConn(t *testing.T, db *sql.DB) *sql.Conn {
+	t.Helper()
+	c, err := db.Conn(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +64,9 @@ func cachedCount(t *testing.T, c *sql.Conn) int {
 // time it runs it and then runs it from its cache, queries and writes
 // alike, with new arguments each time.
 func TestStatementsPreparedOnce(t *testing.T) {
-	s := openSQLiteStore(t)
-	c := stmtConn(t, s)
-	before := s.gen.prepared.Load()
+	db, g := openTestDB(t)
+	c := stmtConn(t, db)
+	before := g.prepared.Load()
 	var got []string
 	for i := range 10 {
 		if _, err := c.ExecContext(t.Context(), `UPDATE t SET v = ? WHERE n = ?`, fmt.Sprint("v", i), i%3+1); err != nil {
@@ -59,7 +78,7 @@ func TestStatementsPreparedOnce(t *testing.T) {
 		}
 		got = append(got, v)
 	}
-	if n := s.gen.prepared.Load() - before; n != 2 {
+	if n := g.prepared.Load() - before; n != 2 {
 		t.Errorf("prepared %d statements for 20 runs of 2, want 2", n)
 	}
 	want := []string{"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"}
@@ -73,8 +92,8 @@ func TestStatementsPreparedOnce(t *testing.T) {
 // again, or writes with it, on the connection of a transaction) is
 // prepared for that call: neither run resets the other's statement.
 func TestStatementBusyWhileItsRowsAreOpen(t *testing.T) {
-	s := openSQLiteStore(t)
-	c := stmtConn(t, s)
+	db, g := openTestDB(t)
+	c := stmtConn(t, db)
 	const q = `SELECT n, v FROM t WHERE n >= ? ORDER BY n`
 	read := func(rows *sql.Rows) []string {
 		t.Helper()
@@ -123,7 +142,7 @@ func TestStatementBusyWhileItsRowsAreOpen(t *testing.T) {
 		}
 	}
 	// Closed, it serves again from the cache.
-	before := s.gen.prepared.Load()
+	before := g.prepared.Load()
 	rows, err := c.QueryContext(t.Context(), q, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +151,7 @@ func TestStatementBusyWhileItsRowsAreOpen(t *testing.T) {
 		t.Errorf("after the loop (-want +got):\n%s", diff)
 	}
 	rows.Close()
-	if n := s.gen.prepared.Load() - before; n != 0 {
+	if n := g.prepared.Load() - before; n != 0 {
 		t.Errorf("prepared %d statements for a query whose rows were closed, want 0", n)
 	}
 }
@@ -141,8 +160,8 @@ func TestStatementBusyWhileItsRowsAreOpen(t *testing.T) {
 // statements, the least recently used going first, and what it evicted
 // runs again (prepared anew).
 func TestStatementCacheBounded(t *testing.T) {
-	s := openSQLiteStore(t)
-	c := stmtConn(t, s)
+	db, g := openTestDB(t)
+	c := stmtConn(t, db)
 	query := func(i int) {
 		t.Helper()
 		var got int
@@ -159,10 +178,10 @@ func TestStatementCacheBounded(t *testing.T) {
 			t.Fatalf("after %d queries the connection keeps %d statements, want at most %d", i+1, n, stmtCacheSize)
 		}
 	}
-	before := s.gen.prepared.Load()
+	before := g.prepared.Load()
 	query(2*stmtCacheSize - 1) // the newest: kept
 	query(0)                   // the oldest: evicted, prepared again
-	if n := s.gen.prepared.Load() - before; n != 1 {
+	if n := g.prepared.Load() - before; n != 1 {
 		t.Errorf("prepared %d statements for one kept and one evicted, want 1", n)
 	}
 }
@@ -170,8 +189,8 @@ func TestStatementCacheBounded(t *testing.T) {
 // TestStatementAfterSchemaChange: a kept statement sees the schema as it is
 // when it runs (SQLite prepares it again by itself).
 func TestStatementAfterSchemaChange(t *testing.T) {
-	s := openSQLiteStore(t)
-	c := stmtConn(t, s)
+	db, _ := openTestDB(t)
+	c := stmtConn(t, db)
 	const q = `SELECT * FROM t WHERE n = ?`
 	count := func() int {
 		t.Helper()

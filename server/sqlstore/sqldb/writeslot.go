@@ -1,4 +1,4 @@
-package sqlstore
+package sqldb
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // begins (busy_timeout stays, for another process on the file).
 //
 // The writes waiting when the slot comes free are group-committed, as
-// the audit appends are (groupcommit.go): with synchronous=FULL each
+// the audit appends are (Committer): with synchronous=FULL each
 // commit is an fsync, and 100 creates at once (two writes each) spent
 // most of their burst in 200 commits one after the other (session 10).
 // The writer that takes the slot leads: it runs every write queued behind
@@ -43,8 +43,8 @@ import (
 //
 // A write must never start inside another's transaction (a method called
 // from a transaction's callback): it would wait for the slot its own
-// caller holds until its context ends. TestNoWriteInsideATransaction
-// checks this package's code for it.
+// caller holds until its context ends. server/sqlstore's
+// TestNoWriteInsideATransaction checks its code for it.
 
 // maxWriteBatch bounds the writes one group commit runs, so that one
 // transaction stays short while writes keep arriving.
@@ -57,8 +57,8 @@ const maxWriteBatch = 128
 // committed. Each write's statements still run under its own context.
 const writeBatchTimeout = 30 * time.Second
 
-// writeSlot is the queue of a SQLite store's writes (above).
-type writeSlot struct {
+// WriteSlot is the queue of a SQLite database's writes (above).
+type WriteSlot struct {
 	db *sql.DB
 	// storeWide reports whether err says no write can commit now (the
 	// database is read-only, full, failing, or out of time): a batch that
@@ -70,7 +70,7 @@ type writeSlot struct {
 	queue []*write // in arrival order
 
 	// batches counts the transactions that ran more than one write, and
-	// batched the writes they committed (WriteStats).
+	// batched the writes they committed (Stats).
 	batches, batched atomic.Int64
 }
 
@@ -99,15 +99,24 @@ type panicked struct {
 
 func (p *panicked) Error() string { return fmt.Sprintf("write panicked: %v\n%s", p.v, p.stack) }
 
-// txOn runs fn in a transaction once it is its turn, which it waits for
+// NewWriteSlot returns the write slot of db. storeWide reports whether
+// an error says no write can commit now (the database is read-only,
+// full, failing, or out of time): a batch that failed so is not run again
+// write by write.
+func NewWriteSlot(db *sql.DB, storeWide func(error) bool) *WriteSlot {
+	return &WriteSlot{db: db, storeWide: storeWide}
+}
+
+// TxOn runs fn in a transaction once it is its turn, which it waits for
 // as long as ctx allows; alone in its batch, the transaction runs on
-// txCtx.
-func (w *writeSlot) txOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
+// txCtx. fn must not start a write of its own through the slot, and may
+// run more than once.
+func (w *WriteSlot) TxOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
 	return w.run(&write{ctx: ctx, txCtx: txCtx, fn: fn})
 }
 
-// exec runs a lone statement once it is its turn.
-func (w *writeSlot) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+// Exec runs a lone statement once it is its turn.
+func (w *WriteSlot) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	r := &write{ctx: ctx, query: query, args: args}
 	if err := w.run(r); err != nil {
 		return nil, err
@@ -120,7 +129,7 @@ func (w *writeSlot) exec(ctx context.Context, query string, args ...any) (sql.Re
 // writer whose context ends while it waits leaves the queue with an error
 // that wraps its context's; once its write is in a batch it waits for the
 // batch's outcome.
-func (w *writeSlot) run(r *write) error {
+func (w *WriteSlot) run(r *write) error {
 	if err := r.ctx.Err(); err != nil {
 		return fmt.Errorf("wait for the database's write slot: %w", err)
 	}
@@ -165,7 +174,7 @@ func outcome(err error) error {
 
 // lead runs r and the writes queued behind it, hands the slot on, and
 // returns r's outcome. The caller holds the slot.
-func (w *writeSlot) lead(r *write) error {
+func (w *WriteSlot) lead(r *write) error {
 	defer w.handOn()
 	w.mu.Lock()
 	n := min(len(w.queue), maxWriteBatch-1)
@@ -179,7 +188,7 @@ func (w *writeSlot) lead(r *write) error {
 }
 
 // handOn hands the slot to the head of the queue, or frees it.
-func (w *writeSlot) handOn() {
+func (w *WriteSlot) handOn() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.queue) == 0 {
@@ -192,7 +201,7 @@ func (w *writeSlot) handOn() {
 }
 
 // commit runs batch and answers each of its writes.
-func (w *writeSlot) commit(batch []*write) {
+func (w *WriteSlot) commit(batch []*write) {
 	live := batch[:0:len(batch)]
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -212,7 +221,7 @@ func (w *writeSlot) commit(batch []*write) {
 	defer cancel()
 	var ran []*write // whose writes the transaction holds
 	rest := live     // not yet run, or to run again
-	err := runTx(ctx, w.db, func(tx *sql.Tx) error {
+	err := RunTx(ctx, w.db, func(tx *sql.Tx) error {
 		for len(rest) > 0 {
 			r := rest[0]
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
@@ -261,7 +270,7 @@ func (w *writeSlot) commit(batch []*write) {
 }
 
 // alone runs r as it runs without batching, and answers it.
-func (w *writeSlot) alone(r *write) {
+func (w *WriteSlot) alone(r *write) {
 	if r.fn == nil {
 		err := catch(func() (err error) {
 			r.res, err = w.db.ExecContext(r.ctx, r.query, r.args...)
@@ -270,7 +279,7 @@ func (w *writeSlot) alone(r *write) {
 		r.done <- err
 		return
 	}
-	r.done <- catch(func() error { return runTx(r.txCtx, w.db, r.fn) })
+	r.done <- catch(func() error { return RunTx(r.txCtx, w.db, r.fn) })
 }
 
 // inTx runs r's write in tx.
@@ -294,9 +303,9 @@ func catch(f func() error) (err error) {
 	return f()
 }
 
-// runTx runs fn in a transaction of db's and commits it when fn returns
+// RunTx runs fn in a transaction of db's and commits it when fn returns
 // nil.
-func runTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+func RunTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
@@ -311,19 +320,16 @@ func runTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	return nil
 }
 
-// waiting returns how many writers wait for the slot (tests).
-func (w *writeSlot) waiting() int {
+// Waiting returns how many writers wait for the slot (tests).
+func (w *WriteSlot) Waiting() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.queue)
 }
 
-// WriteStats returns how many transactions of the write slot ran more
-// than one write, and how many writes they committed (tests check that
-// writes waiting together share a commit).
-func (s *Store) WriteStats() (batches, writes int64) {
-	if s.slot == nil {
-		return 0, 0
-	}
-	return s.slot.batches.Load(), s.slot.batched.Load()
+// Stats returns how many transactions of the slot ran more than one
+// write, and how many writes they committed (tests check that writes
+// waiting together share a commit).
+func (w *WriteSlot) Stats() (batches, writes int64) {
+	return w.batches.Load(), w.batched.Load()
 }

@@ -1,4 +1,4 @@
-package sqlstore
+package sqldb
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"reflect"
 )
 
-// The prepared statements of a SQLite connection (issue 27 item 3). The
-// store runs its SQL through the pool (db.ExecContext, tx.QueryRowContext:
+// The prepared statements of a SQLite connection (issue 27 item 3).
+// server/sqlstore runs its SQL through the pool (db.ExecContext, tx.QueryRowContext:
 // no Prepare), and the modernc driver then parses and plans each statement
 // afresh, runs it once and finalizes it: a third of SQLite's CPU on a
 // cold create's writes, ~7 statements per create and delete

@@ -1,4 +1,4 @@
-package sqlstore
+package sqldb
 
 import (
 	"context"
@@ -10,58 +10,64 @@ import (
 	"modernc.org/sqlite"
 )
 
-// The data generation of a SQLite store (issue 27). The per-request
-// lookups (the API key with its account, organization and membership; the
-// sandbox) are cached on SQLite (lookupcache.go), and a cached answer must
-// never outlive a change committed before the request that reads it: a
-// revoked key, a removed member, a destroyed sandbox is refused at its very
-// next request. Rather than have every method that changes those tables
-// remember to drop the cache, SQLite itself reports the changes: every
-// connection of the pool registers a pre-update hook, which SQLite calls
-// before each row it inserts, updates or deletes in any table (foreign-key
-// cascades and REPLACE conflicts included; with the hook set SQLite also
-// skips its truncate optimisation, which would bypass it), and commit and
-// rollback hooks. A connection that changed a row of any table but the
-// exempt ones (those an exec writes: the audit chain…) is dirty: it counts
-// in pending from its first such change until the statement or COMMIT that
-// ended its transaction has returned, and then the generation moves on.
+// The data generation of a SQLite database (issue 27). server/sqlstore
+// caches the per-request lookups (the API key with its account,
+// organization and membership; the sandbox) on SQLite, and a cached
+// answer must never outlive a change committed before the request that
+// reads it: a revoked key, a removed member, a destroyed sandbox is
+// refused at its very next request. Rather than have every method that
+// changes those tables remember to drop the cache, SQLite itself reports
+// the changes: every connection of the pool (OpenSQLite) registers a
+// pre-update hook, which SQLite calls before each row it inserts, updates
+// or deletes in any table (foreign-key cascades and REPLACE conflicts
+// included; with the hook set SQLite also skips its truncate
+// optimisation, which would bypass it), and commit and rollback hooks. A
+// connection that changed a row of any table but the exempt ones (those
+// an exec writes: the audit chain…) is dirty: it counts in pending from
+// its first such change until the statement or COMMIT that ended its
+// transaction has returned, and then the generation moves on.
 //
-// A lookup answers from the cache only while no connection is dirty and
-// under the generation the entry was read in (read before the query, so a
-// commit that lands during the query invalidates what it read). So between
-// a change's first row and the moment its commit returned, every lookup
-// goes to the database; after it, none can find an entry read before it.
-// A new table, a new method, a cascade: none can be forgotten, since the
-// only list is the exempt one (TestGenerationEveryTable).
+// A lookup answers from the cache (Cache) only while no connection is
+// dirty and under the generation the entry was read in (read before the
+// query, so a commit that lands during the query invalidates what it
+// read). So between a change's first row and the moment its commit
+// returned, every lookup goes to the database; after it, none can find an
+// entry read before it. A new table, a new method, a cascade: none can be
+// forgotten, since the only list is the exempt one.
 //
 // This holds for the connections of this process only: a SQLite database
-// is one server's (Store.Shared), and on Postgres nothing is cached.
+// is one server's (LockOwner).
 
-// exemptTables are the tables whose changes do not move the generation:
-// those written on an exec's path (the audit chain by every exec, the
-// idempotency record of an exec that carries a key, the webhook deliveries
-// of an account with subscriptions). No cached lookup reads them
-// (TestLookupQueriesReadNoExemptTable).
-var exemptTables = map[string]bool{
-	"exec_log": true, "exec_log_heads": true, "idempotency_keys": true, "webhook_deliveries": true,
-}
-
-// generation counts the committed changes to a SQLite store's tables.
-type generation struct {
-	n       atomic.Uint64 // moves after each transaction that changed a row of a table not exempt
-	pending atomic.Int64  // connections with such a change whose transaction has not yet returned
+// Generation counts the committed changes to a SQLite database's tables.
+type Generation struct {
+	exempt  map[string]bool // tables whose changes do not count
+	n       atomic.Uint64   // moves after each transaction that changed a row of a table not exempt
+	pending atomic.Int64    // connections with such a change whose transaction has not yet returned
 
 	prepared atomic.Uint64 // statements SQLite prepared (parsed and planned), for the benchmarks
 }
 
-// current returns the generation and whether it is settled: false while
+// NewGeneration returns a generation that the changes to every table but
+// the exempt ones move. exempt is not changed afterwards.
+func NewGeneration(exempt map[string]bool) *Generation {
+	return &Generation{exempt: exempt}
+}
+
+// Current returns the generation and whether it is settled: false while
 // a change is under way, and then nothing may be answered from a cache.
-func (g *generation) current() (n uint64, settled bool) {
+func (g *Generation) Current() (n uint64, settled bool) {
 	if g.pending.Load() != 0 {
 		return 0, false
 	}
 	return g.n.Load(), true
 }
+
+// N returns the generation, settled or not.
+func (g *Generation) N() uint64 { return g.n.Load() }
+
+// Prepared returns how many statements SQLite prepared (parsed and
+// planned) on the generation's connections.
+func (g *Generation) Prepared() uint64 { return g.prepared.Load() }
 
 // hooks is what the modernc connection offers to report its changes.
 type hooks interface {
@@ -83,8 +89,9 @@ type sqliteConn interface {
 	hooks
 }
 
-// openSQLite opens a pool on dsn whose connections move g.
-func openSQLite(dsn string, g *generation) (*sql.DB, error) {
+// OpenSQLite opens a pool on dsn (SQLiteDSN) whose connections move g
+// and keep the statements they ran prepared (stmtcache.go).
+func OpenSQLite(dsn string, g *Generation) (*sql.DB, error) {
 	c, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
@@ -94,7 +101,7 @@ func openSQLite(dsn string, g *generation) (*sql.DB, error) {
 
 type genConnector struct {
 	inner driver.Connector
-	g     *generation
+	g     *Generation
 }
 
 func (c *genConnector) Driver() driver.Driver { return c.inner.Driver() }
@@ -121,7 +128,7 @@ func (c *genConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // one goroutine at a time.
 type genConn struct {
 	sqliteConn
-	g     *generation
+	g     *Generation
 	dirty atomic.Bool // changed a row of a table not exempt
 	ended atomic.Bool // and its transaction committed or rolled back since
 	stmts stmtCache   // the statements it ran, prepared
@@ -129,7 +136,7 @@ type genConn struct {
 
 // changed is the pre-update hook.
 func (c *genConn) changed(d sqlite.SQLitePreUpdateData) {
-	if exemptTables[d.TableName] || c.dirty.Load() {
+	if c.g.exempt[d.TableName] || c.dirty.Load() {
 		return
 	}
 	c.dirty.Store(true)
